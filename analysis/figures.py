@@ -1,0 +1,298 @@
+"""The campaign's figures, drawn from the run table and the runs' raw files only.
+
+Figures are built on matplotlib.figure.Figure (no pyplot state) with the Agg renderer and written
+atomically as PNG under <out>/figures/. A figure with nothing to show is skipped, not drawn empty.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")  # headless: the kit runs on servers and in CI without a display
+
+from matplotlib.figure import Figure  # noqa: E402  (must follow the backend choice)
+from matplotlib.ticker import MaxNLocator  # noqa: E402
+
+from analysis.aggregate import (  # noqa: E402
+    CELL_KEYS,
+    Campaign,
+    CellSummary,
+    training_window_samples,
+)
+from analysis.reference import ORIGIN_PAPER, published_for  # noqa: E402
+from analysis.stats import describe  # noqa: E402
+from bench import atomic  # noqa: E402
+from bench.schema import SchemaError, read_metrics  # noqa: E402
+
+FIGURE_DIR = "figures"
+DPI = 100
+# Bars switch to a log axis when the largest mean is this many times the smallest.
+LOG_SCALE_SPREAD = 20.0
+
+
+@dataclass(frozen=True)
+class FigureFile:
+    """A written PNG and the words the report puts next to it."""
+
+    path: Path
+    title: str
+    caption: str
+
+
+# --- Labels and colours --------------------------------------------------------------------
+
+def _varying_keys(cells: Sequence[CellSummary]) -> list[str]:
+    # Besides the framework, name only the cell keys that differ within the campaign, so a plain
+    # one-device campaign says "pytorch" and a mixed one says "pytorch (gpu, docker)".
+    return [k for k in CELL_KEYS if k not in ("workload", "framework")
+            and len({c.key[k] for c in cells}) > 1]
+
+
+def series_label(key: dict[str, str], varying: Sequence[str]) -> str:
+    """A legend label for a cell: its framework plus the keys that vary in the campaign."""
+    extra = ", ".join(key[k] for k in varying)
+    return f"{key['framework']} ({extra})" if extra else key["framework"]
+
+
+def _series_colors(cells: Sequence[CellSummary]) -> dict[str, Any]:
+    # One colour per legend label, the same in every figure of the campaign (a framework run on
+    # two devices gets two colours, so its bars cannot be confused).
+    varying = _varying_keys(cells)
+    labels = sorted({series_label(c.key, varying) for c in cells})
+    palette = matplotlib.colormaps["tab10"]
+    return {label: palette(i % 10) for i, label in enumerate(labels)}
+
+
+def _color(colors: dict[str, Any], cell: CellSummary, varying: Sequence[str]) -> Any:
+    return colors[series_label(cell.key, varying)]
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name)
+
+
+def _save(fig: Figure, path: Path) -> None:
+    buf = io.BytesIO()
+    # No "Software" stamp: the same runs give byte-identical PNGs across matplotlib patch releases.
+    fig.savefig(buf, format="png", dpi=DPI, metadata={"Software": None})
+    atomic.write_bytes(path, buf.getvalue())
+
+
+# --- Bars over cells -----------------------------------------------------------------------
+
+def _bar_figure(cells: Sequence[CellSummary], metric: str, ylabel: str, title: str,
+                path: Path, with_published: bool) -> bool:
+    """Grouped bars (workload groups, one bar per series) of a metric's mean with 95 % CI bars."""
+    workloads = sorted({c.key["workload"] for c in cells})
+    varying = _varying_keys(cells)
+    colors = _series_colors(cells)
+    means = [c.estimates[metric].mean for c in cells if c.estimates[metric].mean is not None]
+    if not means:
+        return False
+    widest = max(sum(c.key["workload"] == w for c in cells) for w in workloads)
+    width = 0.8 / widest
+    fig = Figure(figsize=(max(6.0, 2.5 + 0.8 * len(workloads) * widest), 4.2), layout="constrained")
+    ax = fig.subplots()
+    positive = [m for m in means if m > 0]
+    log = bool(positive) and len(positive) == len(means) and max(positive) / min(positive) > LOG_SCALE_SPREAD
+    marked: set[str] = set()
+    for group, workload in enumerate(workloads):
+        # Each group is centred on its tick, whatever subset of frameworks it holds.
+        members = sorted((c for c in cells if c.key["workload"] == workload),
+                         key=lambda c: series_label(c.key, varying))
+        for i, cell in enumerate(members):
+            label = series_label(cell.key, varying)
+            x = group + (i - (len(members) - 1) / 2) * width
+            est = cell.estimates[metric]
+            if est.mean is None:
+                # A cell with no successful run still gets a visible mark, so absence is not silent.
+                ax.annotate(f"{label}:\nno ok run", (x, 0.02), xycoords=("data", "axes fraction"),
+                            ha="center", va="bottom", fontsize=7, color="grey")
+                continue
+            ax.bar(x, est.mean, width * 0.9, color=_color(colors, cell, varying),
+                   label=label if label not in marked else None,
+                   yerr=est.half_width if est.sufficient else None, capsize=3)
+            marked.add(label)
+            ax.annotate(f"n={est.n}", (x, 0.02), xycoords=("data", "axes fraction"), ha="center",
+                        va="bottom", fontsize=7, color="white")
+            if with_published:
+                # Beside the error bar, not on it, so both stay readable.
+                _mark_published(ax, cell, x + width * 0.25)
+    ax.set_xticks(range(len(workloads)), workloads)
+    ax.set_ylabel(ylabel + (" (log scale)" if log else ""))
+    if log:
+        ax.set_yscale("log")
+    ax.set_title(title)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    _save(fig, path)
+    return True
+
+
+def _mark_published(ax: Any, cell: CellSummary, x: float) -> None:
+    seen = set(ax.get_legend_handles_labels()[1])
+    key = cell.key
+    for ref in published_for(key["device"], key["workload"], key["framework"], "test_accuracy"):
+        paper = ref.origin == ORIGIN_PAPER
+        label = "published (paper)" if paper else "authors' log (run 1)"
+        ax.plot([x], [ref.value], marker="D" if paper else "x", color="black" if paper else "dimgrey",
+                linestyle="none", markersize=6, label=label if label not in seen else None)
+        seen.add(label)
+
+
+def training_time_figure(cells: Sequence[CellSummary], path: Path) -> FigureFile | None:
+    """Mean training time per workload x framework with 95 % CI error bars over repeats."""
+    if not _bar_figure(cells, "training_time_s", "training time (s)", "Training time", path, False):
+        return None
+    return FigureFile(path, "Training time", "Mean training time over successful repeats (all epochs, "
+                      "test passes excluded); error bars: 95 % t-interval where n ≥ 2.")
+
+
+def accuracy_figure(cells: Sequence[CellSummary], path: Path) -> FigureFile | None:
+    """Mean test accuracy per workload x framework, with the published values as markers."""
+    if not _bar_figure(cells, "test_accuracy", "test accuracy (%)", "Test accuracy", path, True):
+        return None
+    return FigureFile(path, "Test accuracy", "Mean final test accuracy over successful repeats; error bars: "
+                      "95 % t-interval where n ≥ 2. Diamonds: the paper's value; crosses: the authors' logs.")
+
+
+# --- Per-workload lines --------------------------------------------------------------------
+
+def _cells_of(cells: Sequence[CellSummary], workload: str) -> list[CellSummary]:
+    return [c for c in cells if c.key["workload"] == workload]
+
+
+def mean_curve(run_dirs: Sequence[Path]) -> list[tuple[int, float]]:
+    """Test accuracy (percent) per epoch, averaged over runs at each epoch that has values."""
+    per_epoch: dict[int, list[float | None]] = {}
+    for run_dir in run_dirs:
+        for rec in read_metrics(run_dir):
+            acc = rec["test_accuracy"]
+            per_epoch.setdefault(rec["epoch"], []).append(None if acc is None else acc * 100)
+    curve = []
+    for epoch in sorted(per_epoch):
+        mean = describe(per_epoch[epoch]).mean
+        if mean is not None:
+            curve.append((epoch, mean))
+    return curve
+
+
+def convergence_figure(campaign: Campaign, cells: Sequence[CellSummary], workload: str,
+                       path: Path) -> FigureFile | None:
+    """Test accuracy after each epoch, one line per framework (mean over successful repeats)."""
+    varying = _varying_keys(cells)
+    colors = _series_colors(cells)
+    fig = Figure(figsize=(6.4, 4.0), layout="constrained")
+    ax = fig.subplots()
+    drawn = 0
+    for cell in _cells_of(cells, workload):
+        try:
+            curve = mean_curve([Path(r["run_dir"]) for r in cell.ok_rows])
+        except (SchemaError, ValueError, OSError) as exc:
+            campaign.problems.append(f"{workload}/{cell.key['framework']}: metrics.jsonl unreadable ({exc}); "
+                                     "no convergence curve")
+            continue
+        if not curve:
+            continue
+        epochs, accs = zip(*curve)
+        ax.plot(epochs, accs, marker="o", markersize=3, color=_color(colors, cell, varying),
+                label=f"{series_label(cell.key, varying)} (n={len(cell.ok_rows)})")
+        drawn += 1
+    if not drawn:
+        return None
+    ax.set_xlabel("epoch")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_ylabel("test accuracy (%)")
+    ax.set_title(f"Convergence: {workload}")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    _save(fig, path)
+    return FigureFile(path, f"Convergence, {workload}",
+                      "Test accuracy after each epoch, mean over the successful repeats of each framework.")
+
+
+def _first_run(cell: CellSummary) -> dict[str, Any] | None:
+    # The lowest successful repeat; a cell with only failed runs shows its first failed run, whose
+    # samples up to the failure are still evidence (e.g. memory growing until an OOM).
+    ranked = sorted(cell.rows, key=lambda r: (r["status"] != "ok", r["repeat"]))
+    return ranked[0] if ranked else None
+
+
+_RESOURCE_PANELS = (
+    ("cpu_util_pct", "CPU utilization (%)\n(mean over cores)"),
+    ("proc_rss_mb", "process-tree memory\n(RSS, MB)"),
+    ("gpu_util_pct", "GPU utilization (%)"),
+)
+_PANEL_CAPTIONS = {
+    "cpu_util_pct": "CPU utilization as dlbench Eq. 1-2 (mean over cores)",
+    "proc_rss_mb": "resident memory of the run's process tree",
+    "gpu_util_pct": "GPU utilization of the run's device",
+}
+
+
+def resource_figure(campaign: Campaign, cells: Sequence[CellSummary], workload: str,
+                    path: Path) -> FigureFile | None:
+    """CPU utilization and process-tree memory (and GPU use, if measured) over the training window."""
+    varying = _varying_keys(cells)
+    colors = _series_colors(cells)
+    series: list[tuple[CellSummary, dict[str, Any], list[dict[str, Any]]]] = []
+    for cell in _cells_of(cells, workload):
+        row = _first_run(cell)
+        if row is None:
+            continue
+        run = campaign.runs[row["run_id"]]
+        try:
+            samples = training_window_samples(Path(row["run_dir"]), run["timing"])
+        except (SchemaError, ValueError, OSError):
+            continue  # aggregate already reported the unreadable monitor.csv
+        if samples:
+            series.append((cell, row, samples))
+    if not series:
+        return None
+    panels = [p for p in _RESOURCE_PANELS
+              if any(s[p[0]] is not None for _, _, samples in series for s in samples)]
+    if not panels:
+        return None
+    fig = Figure(figsize=(7.0, 2.2 * len(panels) + 0.6), layout="constrained")
+    axes = fig.subplots(len(panels), 1, sharex=True, squeeze=False)[:, 0]
+    for cell, row, samples in series:
+        t0 = campaign.runs[row["run_id"]]["timing"]["train_start_unix"] or samples[0]["time_unix"]
+        failed = "" if row["status"] == "ok" else ", failed"
+        label = f"{series_label(cell.key, varying)} (repeat {row['repeat']}{failed})"
+        for ax, (column, _) in zip(axes, panels):
+            points = [(s["time_unix"] - t0, s[column]) for s in samples if s[column] is not None]
+            if points:
+                xs, ys = zip(*points)
+                ax.plot(xs, ys, linewidth=1.2, color=_color(colors, cell, varying), label=label)
+    for ax, (_, ylabel) in zip(axes, panels):
+        ax.set_ylabel(ylabel, fontsize=8)
+    axes[0].set_title(f"Resource use during training: {workload}")
+    axes[0].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    axes[-1].set_xlabel("seconds since training start")
+    _save(fig, path)
+    return FigureFile(path, f"Resource use, {workload}",
+                      "1 s monitor samples over the training window of each framework's first successful "
+                      "repeat (its first failed run where none succeeded): "
+                      + ", ".join(_PANEL_CAPTIONS[column] for column, _ in panels) + ".")
+
+
+# --- All figures ---------------------------------------------------------------------------
+
+def make_figures(campaign: Campaign, cells: Sequence[CellSummary], out_dir: Path) -> list[FigureFile]:
+    """Draw every figure of the campaign under out_dir/figures; return those written, in report order."""
+    fig_dir = Path(out_dir) / FIGURE_DIR
+    figures = [
+        training_time_figure(cells, fig_dir / "training_time.png"),
+        accuracy_figure(cells, fig_dir / "test_accuracy.png"),
+    ]
+    for workload in sorted({c.key["workload"] for c in cells}):
+        name = _safe(workload)
+        figures.append(convergence_figure(campaign, cells, workload, fig_dir / f"convergence_{name}.png"))
+        figures.append(resource_figure(campaign, cells, workload, fig_dir / f"resources_{name}.png"))
+    return [f for f in figures if f is not None]
+

@@ -1,0 +1,36 @@
+"""Atomic file writes: a file appears under its final name complete, or not at all.
+
+Shared by the run artifacts, the data stages and the reports, so an interrupted process leaves the
+old complete file or a temporary, never half of one.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+# mkstemp creates owner-only files; data and results must be readable by a container's non-root user.
+FILE_MODE = 0o644
+
+
+def write_bytes(path: Path, data: bytes) -> None:
+    """Write data to path through a synced temporary file in the same folder and a rename."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, FILE_MODE)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_text(path: Path, text: str) -> None:
+    """write_bytes for UTF-8 text."""
+    write_bytes(path, text.encode("utf-8"))

@@ -1,0 +1,100 @@
+"""The prepared-data format: framework-neutral arrays every framework reads.
+
+data/prepare.py writes it; the entrypoint reads it, inside or outside a container. A prepared
+dataset is a folder with:
+
+- ``arrays.npz``: x_train, y_train, x_test, y_test (+ len_train, len_test for sequences)
+    images:    x uint8 (N, H, W, C), y int64 (N,)
+    sequences: x int32 (N, maxlen) post-padded with 0, len int32 (N,) real lengths, y int64 (N,)
+    seq2seq / language models add their own keys, named in meta.json.
+- ``meta.json``: {"format_version", "dataset", "source" ("real" | "synthetic"), "arrays_sha256",
+    "num_classes", "keys", "raw_files": {name: sha256}, ...}
+
+A run identifies its data by arrays_sha256.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from bench.errors import UsageError
+
+FORMAT_VERSION = 1
+ARRAYS_FILE = "arrays.npz"
+META_FILE = "meta.json"
+# Subsets are drawn with this fixed seed so every framework and repeat sees the same examples.
+SUBSET_SEED = 0
+SOURCES = ("real", "synthetic")
+
+
+def check_source(source: str) -> str:
+    """Return source if it is a known data source, else raise a UsageError naming the choices."""
+    if source not in SOURCES:
+        raise UsageError(f"unknown data source '{source}'", f"choose from: {', '.join(SOURCES)} (DATA=...)")
+    return source
+
+
+def prepared_dir(root: Path, dataset: str, source: str = "real") -> Path:
+    """Where a prepared dataset lives: <root>/prepared/<dataset> or <dataset>-synthetic."""
+    check_source(source)
+    return Path(root) / "prepared" / (dataset if source == "real" else f"{dataset}-synthetic")
+
+
+@dataclass
+class PreparedData:
+    """Arrays of one dataset split into train and test, plus its meta.json."""
+
+    meta: dict
+    train: dict[str, np.ndarray] = field(default_factory=dict)
+    test: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def __getattr__(self, name: str) -> np.ndarray:
+        # x_train, y_test, len_train, ...: shorthand for the split dicts.
+        for suffix, split in (("_train", "train"), ("_test", "test")):
+            if name.endswith(suffix):
+                return self.__dict__[split][name[: -len(suffix)]]
+        raise AttributeError(name)
+
+
+def read_meta(folder: Path) -> dict:
+    """meta.json of a prepared dataset, or a UsageError saying how to make it."""
+    folder = Path(folder)
+    path = folder / META_FILE
+    if not path.exists() or not (folder / ARRAYS_FILE).exists():
+        raise UsageError(
+            f"prepared data not found in {folder}",
+            "run 'make download' for the real datasets (or 'make demo' for synthetic data)",
+        )
+    meta = json.loads(path.read_text())
+    if meta.get("format_version") != FORMAT_VERSION:
+        raise UsageError(
+            f"{path} has format_version {meta.get('format_version')!r}, this kit reads {FORMAT_VERSION}",
+            "delete the folder and run 'make download' again",
+        )
+    return meta
+
+
+def _subset(n: int, k: int | None) -> np.ndarray | None:
+    if k is None or k >= n:
+        return None
+    return np.sort(np.random.default_rng(SUBSET_SEED).permutation(n)[:k])
+
+
+def load(folder: Path, train_subset: int | None = None, test_subset: int | None = None) -> PreparedData:
+    """Load a prepared dataset; take fixed-seed subsets when sizes are given."""
+    folder = Path(folder)
+    meta = read_meta(folder)
+    data = PreparedData(meta=meta)
+    with np.load(folder / ARRAYS_FILE) as npz:
+        for split, k in (("train", train_subset), ("test", test_subset)):
+            keys = [key for key in npz.files if key.endswith(f"_{split}")]
+            n = len(npz[f"y_{split}"])
+            idx = _subset(n, k)
+            for key in keys:
+                arr = npz[key]
+                getattr(data, split)[key[: -len(split) - 1]] = arr if idx is None else arr[idx]
+    return data

@@ -1,0 +1,169 @@
+"""Self-check of one framework module, run inside that framework's environment by the tests.
+
+    python -m bench.frameworks._probe FRAMEWORK [--workloads cnn-mnist,lstm-imdb] [--epochs 3]
+
+Trains each workload spec (its 'smoke' profile sizes) on small, learnable data made in memory in
+the prepared-data format, and prints one JSON object on stdout:
+
+    {"framework", "versions", "workloads": {name: {"param_count", "losses", "train_accuracy",
+     "test_accuracy", "test_accuracy_again", "padding_max_abs_diff", "seconds", "info"}},
+     "nan_raised", "nan_message"}
+
+padding_max_abs_diff: largest change of the model's outputs when post-padding is cut off
+(sequences only); it must be ~0 if the model reads the last *real* LSTM state.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import sys
+import time
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from bench import spec as specs
+from bench.dataset import PreparedData
+from bench.frameworks import NonFiniteLoss, load
+
+SEED = 1234
+
+
+def image_data(n_train: int, n_test: int, shape: list[int], num_classes: int, seed: int = 0) -> PreparedData:
+    """uint8 NHWC images: a bright square whose position encodes the class, on noise."""
+    h, w, c = shape
+    rng = np.random.default_rng(seed)
+    cols = 5
+    size = min(h, w) // 5
+
+    def make(n: int) -> dict[str, np.ndarray]:
+        y = rng.integers(0, num_classes, n)
+        x = rng.integers(0, 80, (n, h, w, c)).astype(np.uint8)
+        for i, label in enumerate(y):
+            top, left = (label // cols) * size + 1, (label % cols) * size + 1
+            x[i, top : top + size - 1, left : left + size - 1, :] = 255
+        return {"x": x, "y": y.astype(np.int64)}
+
+    return PreparedData(meta={"source": "probe"}, train=make(n_train), test=make(n_test))
+
+
+def sequence_data(n_train: int, n_test: int, maxlen: int, vocab: int, seed: int = 0) -> PreparedData:
+    """int32 token ids post-padded with 0: a third of the tokens come from a class's own words."""
+    rng = np.random.default_rng(seed)
+    words = {0: np.arange(2, 12), 1: np.arange(12, 22)}
+
+    def make(n: int) -> dict[str, np.ndarray]:
+        y = rng.integers(0, 2, n)
+        lengths = rng.integers(8, 41, n)
+        x = np.zeros((n, maxlen), dtype=np.int32)
+        for i in range(n):
+            row = rng.integers(22, vocab, lengths[i])
+            hits = rng.random(lengths[i]) < 0.33
+            row[hits] = rng.choice(words[int(y[i])], hits.sum())
+            x[i, : lengths[i]] = row
+        return {"x": x, "len": lengths.astype(np.int32), "y": y.astype(np.int64)}
+
+    return PreparedData(meta={"source": "probe"}, train=make(n_train), test=make(n_test))
+
+
+def probe_data(spec: dict) -> PreparedData:
+    """Learnable data shaped like the workload's dataset, sized by the spec's subset sizes."""
+    n_train, n_test = spec["data"]["train_subset"] or 512, spec["data"]["test_subset"] or 256
+    model = spec["model"]
+    if "input_shape" in model:
+        return image_data(n_train, n_test, model["input_shape"], model["num_classes"])
+    return sequence_data(n_train, n_test, model["maxlen"], model["vocab_size"])
+
+
+def padding_diff(framework: str, trainer: Any, data: PreparedData) -> float:
+    """Max |output(padded) - output(padding cut off)| over a few test sequences of one length."""
+    lengths = data.len_test
+    length = int(lengths[0])
+    rows = np.flatnonzero(lengths == length)[:8]
+    padded, cut = data.x_test[rows], np.ascontiguousarray(data.x_test[rows, :length])
+    if framework == "pytorch":
+        import torch
+
+        with torch.inference_mode():
+            trainer.model.eval()
+            lens = torch.full((len(rows),), length, dtype=torch.int64)
+            outs = [trainer.model(torch.from_numpy(x).to(trainer.device), lens).cpu().numpy()
+                    for x in (padded, cut)]
+            # The packed path (used on CUDA) must agree with the gathered one (used on the CPU).
+            from bench.frameworks.pytorch import _LSTM
+
+            lstm_layer = [m for m in trainer.model.layers if isinstance(m, _LSTM)][0]
+            emb = trainer.model.layers[0](torch.from_numpy(padded).to(trainer.device))
+            both = lstm_layer.packed(emb, lens) - lstm_layer.gathered(emb, lens)
+            return float(max(np.abs(outs[0] - outs[1]).max(), both.abs().max().item()))
+    outs = [np.asarray(trainer.model(x, training=False)) for x in (padded, cut)]
+    return float(np.abs(outs[0] - outs[1]).max())
+
+
+def run_workload(module: ModuleType, name: str, epochs: int, device: str) -> dict:
+    """Train one workload for `epochs` and report what the tests assert on."""
+    spec = specs.load(name, "smoke")
+    data = probe_data(spec)
+    started = time.perf_counter()
+    trainer = module.make_trainer(spec, data, device, SEED)
+    losses, train_acc = [], []
+    for _ in range(epochs):
+        loss, acc = trainer.train_epoch()
+        trainer.synchronize()
+        losses.append(loss)
+        train_acc.append(acc)
+    result = {
+        "param_count": trainer.param_count(),
+        "losses": losses,
+        "train_accuracy": train_acc,
+        "test_accuracy": trainer.evaluate(),
+        # Same again: in inference mode dropout is off, so evaluation is deterministic.
+        "test_accuracy_again": trainer.evaluate(),
+        "padding_max_abs_diff": None,
+        "info": trainer.info(),
+    }
+    if "len" in data.test:
+        result["padding_max_abs_diff"] = padding_diff(module.NAME, trainer, data)
+    result["seconds"] = round(time.perf_counter() - started, 2)
+    return result
+
+
+def nan_check(module: ModuleType, device: str) -> tuple[bool, str]:
+    """An absurd learning rate must end the epoch with NonFiniteLoss, not a NaN result."""
+    spec = copy.deepcopy(specs.load("cnn-mnist", "smoke"))
+    spec["training"]["optimizer"] = {"name": "sgd", "lr": 1e30, "momentum": 0.0}
+    data = probe_data(spec)
+    trainer = module.make_trainer(spec, data, device, SEED)
+    try:
+        for _ in range(2):
+            trainer.train_epoch()
+    except NonFiniteLoss as exc:
+        return True, str(exc)
+    return False, "no NonFiniteLoss raised"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse arguments, run the probes, print one JSON object."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("framework")
+    parser.add_argument("--workloads", default="cnn-mnist,lstm-imdb")
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--device", default="cpu", choices=("cpu", "gpu"))
+    parser.add_argument("--no-nan-check", action="store_true")
+    args = parser.parse_args(argv)
+    module = load(args.framework)
+    out: dict[str, Any] = {"framework": module.NAME, "versions": module.versions(), "workloads": {}}
+    for name in args.workloads.split(","):
+        out["workloads"][name] = run_workload(module, name, args.epochs, args.device)
+    if not args.no_nan_check:
+        out["nan_raised"], out["nan_message"] = nan_check(module, args.device)
+    json.dump(out, sys.stdout, sort_keys=True)
+    sys.stdout.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

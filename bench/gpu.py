@@ -1,0 +1,135 @@
+"""NVIDIA GPU discovery and counters through NVML (nvidia-ml-py), with a plain 'no GPU' answer.
+
+Inside a container NVML reports host PIDs, so nothing here attributes use per process: a run owns
+its device and the device's counters are the run's.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from dataclasses import dataclass, field
+
+
+@dataclass
+class GpuStatus:
+    """Whether NVML answered, why not if it did not, and what it found."""
+
+    available: bool
+    reason: str = ""
+    driver: str | None = None
+    cuda_driver_version: str | None = None
+    devices: list[dict] = field(default_factory=list)
+
+    def summary(self) -> str | dict:
+        """What run.json records: a dict of the GPUs, or a plain 'no GPU: <why>' line."""
+        if not self.available:
+            return f"no GPU: {self.reason}"
+        return {"driver": self.driver, "cuda_driver_version": self.cuda_driver_version, "devices": self.devices}
+
+
+def _nvml():
+    try:
+        import pynvml
+    except ImportError:
+        # Without the bindings, still tell "no driver" apart from "driver but no bindings".
+        try:
+            ctypes.CDLL("libnvidia-ml.so.1")
+        except OSError:
+            return None, "no NVIDIA driver: libnvidia-ml.so.1 not found"
+        return None, "NVML bindings (nvidia-ml-py) are not installed in this environment"
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError as exc:  # NVMLError_LibraryNotFound on machines without a driver
+        return None, f"NVML did not initialise ({exc}); no NVIDIA driver on this machine"
+    return pynvml, ""
+
+
+def _text(value) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def probe() -> GpuStatus:
+    """Find the NVIDIA GPUs this process can see. Never raises."""
+    nvml, reason = _nvml()
+    if nvml is None:
+        return GpuStatus(False, reason)
+    try:
+        count = nvml.nvmlDeviceGetCount()
+        if count == 0:
+            return GpuStatus(False, "NVML found no GPU devices")
+        devices = []
+        for i in range(count):
+            h = nvml.nvmlDeviceGetHandleByIndex(i)
+            mem = nvml.nvmlDeviceGetMemoryInfo(h)
+            try:
+                cc = ".".join(map(str, nvml.nvmlDeviceGetCudaComputeCapability(h)))
+            except nvml.NVMLError:
+                cc = None
+            devices.append(
+                {
+                    "index": i,
+                    "name": _text(nvml.nvmlDeviceGetName(h)),
+                    "uuid": _text(nvml.nvmlDeviceGetUUID(h)),
+                    "memory_total_mb": round(mem.total / 2**20),
+                    "compute_capability": cc,
+                }
+            )
+        cuda = nvml.nvmlSystemGetCudaDriverVersion()
+        return GpuStatus(
+            True,
+            driver=_text(nvml.nvmlSystemGetDriverVersion()),
+            cuda_driver_version=f"{cuda // 1000}.{(cuda % 1000) // 10}",
+            devices=devices,
+        )
+    except nvml.NVMLError as exc:
+        return GpuStatus(False, f"NVML error: {exc}")
+
+
+def run_device_index() -> int:
+    """The NVML index of the GPU the run owns: the first of CUDA_VISIBLE_DEVICES, else 0."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
+    return int(visible) if visible.isdigit() else 0
+
+
+class GpuSampler:
+    """Reads one GPU's counters each call; absent counters come back as None."""
+
+    def __init__(self, index: int | None = None):
+        self.nvml, self.reason = _nvml()
+        self.handle = None
+        if self.nvml is not None:
+            try:
+                self.handle = self.nvml.nvmlDeviceGetHandleByIndex(
+                    run_device_index() if index is None else index
+                )
+            except self.nvml.NVMLError as exc:
+                self.reason = f"NVML error: {exc}"
+
+    def _try(self, fn, *args):
+        try:
+            return fn(self.handle, *args)
+        except self.nvml.NVMLError:
+            return None  # counter not supported on this GPU
+
+    def sample(self) -> dict:
+        """One reading of utilization, memory, power, energy, clock, temperature and throttling."""
+        if self.handle is None:
+            return {}
+        n = self.nvml
+        util = self._try(n.nvmlDeviceGetUtilizationRates)
+        mem = self._try(n.nvmlDeviceGetMemoryInfo)
+        power = self._try(n.nvmlDeviceGetPowerUsage)
+        energy = self._try(n.nvmlDeviceGetTotalEnergyConsumption)
+        throttle = self._try(n.nvmlDeviceGetCurrentClocksEventReasons) if hasattr(
+            n, "nvmlDeviceGetCurrentClocksEventReasons"
+        ) else self._try(n.nvmlDeviceGetCurrentClocksThrottleReasons)
+        return {
+            "gpu_util_pct": None if util is None else float(util.gpu),
+            "gpu_mem_used_mb": None if mem is None else mem.used / 2**20,
+            "gpu_power_w": None if power is None else power / 1000.0,
+            "gpu_energy_j": None if energy is None else energy / 1000.0,
+            "gpu_sm_clock_mhz": self._try(n.nvmlDeviceGetClockInfo, n.NVML_CLOCK_SM),
+            "gpu_temp_c": self._try(n.nvmlDeviceGetTemperature, n.NVML_TEMPERATURE_GPU),
+            "gpu_throttle_reasons": None if throttle is None else f"0x{throttle:x}",
+        }

@@ -1,0 +1,18 @@
+"""dlrepro's data stage: dataset manifest, download (mirrors, resume, sha256), prepare, synthetic data.
+
+Run ``python -m data --help`` from the repo root. Public API (other code imports these modules):
+
+- data.manifest:  load_manifest(path=None) -> Manifest; Manifest.from_dict(dict); FileSpec, DatasetSpec
+- data.download:  download(dataset, root, *, mirror=None, manifest=None, retries=2, timeout=60.0,
+                  progress=True) -> raw folder; fetch_file(...); candidate_urls(...)
+- data.prepare:   prepare(dataset, raw, out, *, source="real", manifest=None, force=False,
+                  progress=True) -> prepared folder; PREPARERS
+- data.synthetic: make_synthetic(dataset, root, *, sizes=None, seed=0, progress=True) -> prepared folder;
+                  generate(dataset, root, *, sizes=None, seed=0, progress=False) -> raw folder;
+                  GENERATORS {name: writer(raw, n_train, n_test, seed)}, imdb_archive_bytes(...)
+- data.formats:   read_idx(path), parse_idx(bytes), idx_bytes(array), RawFormatError
+- data.text:      tokenize(text) (the IMDB tokenizer)
+- data.paths:     raw_dir(root, dataset, source="real"), prepared_dir (from bench.dataset)
+
+Only the standard library and numpy are needed.
+"""

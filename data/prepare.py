@@ -1,0 +1,234 @@
+"""Raw files -> the prepared format of bench/dataset.py (arrays.npz + meta.json).
+
+One prepare function per dataset, registered in PREPARERS under the name the manifest's
+``prepare`` key uses. Each returns the arrays and dataset-specific meta; :func:`prepare` does
+the rest the same way for all: checks the raw files, skips when already up to date, writes the
+folder atomically, and records sha256s. Real and synthetic data go through the same code.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import tarfile
+import zlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench.dataset import ARRAYS_FILE, FORMAT_VERSION, META_FILE, check_source
+from bench.errors import UsageError
+from data import text
+from data.formats import RawFormatError, read_idx
+from data.fsutil import atomic_folder, sha256_file
+from data.manifest import DatasetSpec, Manifest, as_manifest
+from data.npz import write_npz
+
+Arrays = dict[str, np.ndarray]
+
+# ---------------------------------------------------------------- MNIST
+
+MNIST_FILES = {
+    "train": ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz"),
+    "test": ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"),
+}
+MNIST_SHAPE = (28, 28)
+
+
+def prepare_mnist(raw: Path) -> tuple[Arrays, dict[str, Any]]:
+    """MNIST IDX files -> x uint8 (N, 28, 28, 1), y int64 (N,), in the published order."""
+    arrays: Arrays = {}
+    for split, (image_file, label_file) in MNIST_FILES.items():
+        images, labels = read_idx(raw / image_file), read_idx(raw / label_file)
+        if images.dtype != np.uint8 or images.ndim != 3 or images.shape[1:] != MNIST_SHAPE:
+            found = f"{images.dtype} {list(images.shape)}"
+            raise RawFormatError(f"{image_file} holds {found}, not uint8 [N, 28, 28]")
+        if labels.dtype != np.uint8 or labels.ndim != 1:
+            raise RawFormatError(f"{label_file} holds {labels.dtype} {list(labels.shape)}, not uint8 [N]")
+        if len(images) != len(labels):
+            raise RawFormatError(
+                f"{image_file} has {len(images)} images but {label_file} {len(labels)} labels")
+        if len(labels) and labels.max() > 9:
+            raise RawFormatError(f"{label_file} has label {labels.max()}, MNIST labels are 0..9")
+        arrays[f"x_{split}"] = images[..., np.newaxis]
+        arrays[f"y_{split}"] = labels.astype(np.int64)
+    meta = {"num_classes": 10, "class_names": [str(d) for d in range(10)], "input_shape": [28, 28, 1]}
+    return arrays, meta
+
+
+# ---------------------------------------------------------------- IMDB
+
+IMDB_ARCHIVE = "aclImdb_v1.tar.gz"
+# Must equal bench/workloads/lstm-imdb.toml (maxlen, vocab_size); a test checks it.
+IMDB_MAXLEN = 500
+IMDB_VOCAB_SIZE = 5000
+# Reviews are sorted by file name, then shuffled with this seed: a fixed order, not class-sorted.
+IMDB_SHUFFLE_SEED = 20110619
+_REVIEW = re.compile(r"^(?:\./)?aclImdb/(train|test)/(pos|neg)/[^/]+\.txt$")
+
+
+def read_imdb_reviews(archive: Path) -> dict[str, list[tuple[str, int, str]]]:
+    """(member name, label, text) of every labelled review in the tar.gz, per split, sorted by name.
+
+    Read straight from the archive; unsup/ reviews and the other files are skipped.
+    """
+    reviews: dict[str, list[tuple[str, int, str]]] = {"train": [], "test": []}
+    try:
+        with tarfile.open(archive, "r:gz") as tar:
+            for member in tar:
+                match = _REVIEW.match(member.name)
+                if match is None or not member.isfile():
+                    continue
+                handle = tar.extractfile(member)
+                body = handle.read().decode("utf-8", errors="replace") if handle else ""
+                reviews[match[1]].append((member.name, int(match[2] == "pos"), body))
+    except (tarfile.TarError, EOFError, zlib.error, OSError) as err:
+        raise RawFormatError(f"{archive.name} is not a readable tar.gz ({err or 'truncated'})") from None
+    for split, items in reviews.items():
+        if not {label for _, label, _ in items} >= {0, 1}:
+            raise RawFormatError(f"{archive.name} lacks aclImdb/{split}/pos or aclImdb/{split}/neg reviews")
+        items.sort()
+    return reviews
+
+
+def prepare_imdb(raw: Path) -> tuple[Arrays, dict[str, Any]]:
+    """aclImdb tar.gz -> x int32 (N, 500) post-padded, len int32 (N,), y int64 (N,) pos=1 neg=0."""
+    reviews = read_imdb_reviews(raw / IMDB_ARCHIVE)
+    indexer = text.Indexer()
+    docs = {split: [indexer(text.tokenize(body)) for _, _, body in items] for split, items in reviews.items()}
+    vocab, lookup = text.build_vocab(docs["train"], indexer, IMDB_VOCAB_SIZE)
+    rng = np.random.default_rng(IMDB_SHUFFLE_SEED)
+    arrays: Arrays = {}
+    for split in ("train", "test"):
+        x, lengths = text.encode(docs[split], lookup, IMDB_MAXLEN)
+        y = np.array([label for _, label, _ in reviews[split]], dtype=np.int64)
+        order = rng.permutation(len(y))
+        arrays[f"x_{split}"], arrays[f"len_{split}"] = x[order], lengths[order]
+        arrays[f"y_{split}"] = y[order]
+    meta = {
+        "num_classes": 2,
+        "class_names": ["neg", "pos"],
+        "maxlen": IMDB_MAXLEN,
+        "vocab_size": IMDB_VOCAB_SIZE,
+        "pad_id": text.PAD_ID,
+        "oov_id": text.OOV_ID,
+        "first_word_id": text.FIRST_WORD_ID,
+        "padding": "post",
+        "truncation": f"keep the first {IMDB_MAXLEN} tokens",
+        "tokenizer": text.TOKENIZER,
+        "vocab_rule": "most frequent training words, ties alphabetical; vocab[i] has id i + first_word_id",
+        "shuffle_seed": IMDB_SHUFFLE_SEED,
+        "vocab": vocab,
+    }
+    return arrays, meta
+
+
+# ---------------------------------------------------------------- common driver
+
+
+@dataclass(frozen=True)
+class Preparer:
+    """A dataset's prepare function and its version (bump it when its output changes)."""
+
+    func: Callable[[Path], tuple[Arrays, dict[str, Any]]]
+    version: int
+
+
+PREPARERS: dict[str, Preparer] = {
+    "mnist": Preparer(prepare_mnist, version=1),
+    "imdb": Preparer(prepare_imdb, version=1),
+}
+
+
+def prepare(
+    dataset: str,
+    raw: Path,
+    out: Path,
+    *,
+    source: str = "real",
+    manifest: Manifest | Mapping[str, Any] | None = None,
+    force: bool = False,
+    progress: bool = True,
+) -> Path:
+    """Prepare ``dataset`` from the raw folder into ``out``; return ``out``.
+
+    For source "real" every raw file must match the manifest's sha256. Skips the work when
+    ``out`` already holds a complete folder made by the same code from the same raw bytes.
+    Raises UsageError for missing, corrupt or malformed raw files.
+    """
+    check_source(source)
+    spec = as_manifest(manifest).get(dataset)
+    preparer = PREPARERS.get(spec.prepare)
+    if preparer is None:
+        raise UsageError(f"dataset '{dataset}' has no prepare step '{spec.prepare}' yet",
+                         f"choose from: {', '.join(sorted(PREPARERS))}")
+    raw, out = Path(raw), Path(out)
+    redo = _redo_hint(dataset, source)
+    raw_files = _raw_sha256s(spec, raw, source, redo)
+    if not force and is_up_to_date(out, dataset, source, raw_files, preparer.version):
+        _say(progress, f"{dataset}: {out} is up to date")
+        return out
+    _say(progress, f"{dataset}: preparing {out} from {raw}")
+    try:
+        arrays, extra = preparer.func(raw)
+    except RawFormatError as err:
+        raise UsageError(str(err), f"delete the file named above from {raw} and {redo}") from None
+    with atomic_folder(out) as tmp:
+        write_npz(tmp / ARRAYS_FILE, arrays)
+        meta = {
+            "format_version": FORMAT_VERSION,
+            "dataset": dataset,
+            "source": source,
+            "arrays_sha256": sha256_file(tmp / ARRAYS_FILE),
+            "keys": sorted(arrays),
+            "counts": {split: len(arrays[f"y_{split}"]) for split in ("train", "test")},
+            "raw_files": raw_files,
+            "prepare_version": preparer.version,
+            **extra,
+        }
+        (tmp / META_FILE).write_text(json.dumps(meta, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return out
+
+
+def is_up_to_date(out: Path, dataset: str, source: str, raw_files: dict[str, str], version: int) -> bool:
+    """Whether ``out`` is a complete prepared folder made from these raw files by this code."""
+    try:
+        meta = json.loads((Path(out) / META_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    expected = {
+        "format_version": FORMAT_VERSION,
+        "dataset": dataset,
+        "source": source,
+        "raw_files": raw_files,
+        "prepare_version": version,
+    }
+    return (Path(out) / ARRAYS_FILE).is_file() and all(meta.get(k) == v for k, v in expected.items())
+
+
+def _raw_sha256s(spec: DatasetSpec, raw: Path, source: str, redo: str) -> dict[str, str]:
+    digests = {}
+    for file in spec.files:
+        path = raw / file.name
+        if not path.is_file():
+            raise UsageError(f"{path} is missing", redo)
+        digest = sha256_file(path)
+        # Real data must be the published bytes; synthetic files have their own hashes.
+        if source == "real" and digest != file.sha256:
+            raise UsageError(f"{path} has sha256 {digest}, expected {file.sha256}", f"delete it and {redo}")
+        digests[file.name] = digest
+    return digests
+
+
+def _redo_hint(dataset: str, source: str) -> str:
+    command = "download" if source == "real" else "synthetic"
+    return f"run 'python -m data {command} --datasets {dataset}'"
+
+
+def _say(enabled: bool, message: str) -> None:
+    if enabled:
+        print(message, file=sys.stderr, flush=True)

@@ -1,0 +1,104 @@
+"""Hand-made run directories for tests of the analysis, written through bench.schema's writers.
+
+Values are chosen by the test, not measured: each helper writes exactly what it is told, so a test
+can compute the expected table cell by hand.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from bench import spec as bench_spec
+from bench.schema import (
+    LOG_FILE,
+    MONITOR_FILE,
+    SCHEMA_VERSION,
+    MetricsWriter,
+    format_monitor_row,
+    monitor_header,
+    write_run,
+)
+
+T0 = 1_700_000_000.0  # train_start_unix of the first run; later runs start later
+
+
+def write_monitor(run_dir: Path, start: float, cpu: Sequence[float], rss: Sequence[float],
+                  outside: bool = True, gpu: Sequence[float] | None = None) -> None:
+    """monitor.csv with one sample per second from start, plus (if outside) one sample before the
+    training window and one after it, with extreme values a correct window filter must ignore."""
+    rows: list[dict[str, Any]] = []
+    if outside:
+        rows.append({"time_unix": start - 5, "elapsed_s": 0.0, "cpu_util_pct": 100.0, "proc_rss_mb": 99999.0})
+    for i, (c, m) in enumerate(zip(cpu, rss, strict=True)):
+        rows.append({"time_unix": start + i, "elapsed_s": 5.0 + i, "cpu_util_pct": c, "proc_rss_mb": m,
+                     "cpu_per_core_pct": f"{c};{c}", "gpu_util_pct": gpu[i] if gpu else None})
+    if outside:
+        rows.append({"time_unix": start + len(cpu) + 5, "elapsed_s": 99.0, "cpu_util_pct": 0.0,
+                     "proc_rss_mb": 88888.0})
+    with open(Path(run_dir) / MONITOR_FILE, "w", encoding="utf-8") as fh:
+        fh.write(monitor_header())
+        for row in rows:
+            fh.write(format_monitor_row(row))
+
+
+def make_run(campaign: Path, framework: str, workload: str, repeat: int, *,
+             status: str = "ok", cause: str = "oom", message: str = "CUDA out of memory (fake)",
+             training_time: float = 100.0, accuracy: float | None = 0.98,
+             curve: Sequence[float] = (0.90, 0.95, 0.98),
+             cpu: Sequence[float] = (50.0, 60.0, 70.0), rss: Sequence[float] = (500.0, 600.0, 700.0),
+             cached: dict[str, Any] | None = None, device: str = "cpu", profile: str = "paper",
+             runner: str = "local", data_source: str = "real", start: float | None = None,
+             run_id: str | None = None) -> Path:
+    """Write one complete run dir (run.json, metrics.jsonl, monitor.csv, log.txt) and return it.
+
+    ``cached`` overrides run.json's monitor summary (default: the true window means), so a test
+    can make the cache disagree with the raw file. A failed run keeps train_end_unix, as the
+    entrypoint sets it after every finished epoch.
+    """
+    run_id = run_id or f"{framework}-{workload}-{device}-r{repeat}"
+    run_dir = Path(campaign) / run_id
+    run_dir.mkdir(parents=True)
+    start = T0 + 1000 * repeat if start is None else start
+    end = start + len(cpu) - 1
+    ok = status == "ok"
+    spec = bench_spec.load(workload, profile)
+    epochs = len(curve)
+    writer = MetricsWriter(run_dir)
+    for epoch, acc in enumerate(curve, 1):
+        writer.write({"epoch": epoch, "loss": 1.0 / epoch, "train_accuracy": acc, "test_accuracy": acc,
+                      "epoch_time_s": training_time / epochs, "eval_time_s": 1.0, "end_unix": start + epoch})
+    writer.close()
+    write_monitor(run_dir, start, cpu, rss)
+    (run_dir / LOG_FILE).write_text("fake training log\n", encoding="utf-8")
+    summary = {"interval_s": 1.0, "samples": len(cpu), "cpu_util_mean_pct": sum(cpu) / len(cpu),
+               "mem_mean_mb": sum(rss) / len(rss), "mem_peak_mb": max(rss),
+               "gpu": "no GPU: NVML library not found"}
+    summary.update(cached or {})
+    write_run(run_dir, {
+        "schema_version": SCHEMA_VERSION,
+        "run_id": run_id,
+        "status": status,
+        "failure": None if ok else {"cause": cause, "message": message},
+        "config": {"framework": framework, "workload": workload, "profile": profile, "device": device,
+                   "seed": repeat - 1, "repeat": repeat, "campaign": Path(campaign).name, "runner": runner},
+        "spec": spec,
+        "dataset": {"name": spec["dataset"], "source": data_source, "sha256": "ab" * 32},
+        "environment": {"runner": runner, "framework_version": f"{framework}-1.0",
+                        "packages": {framework: "1.0", "python": "3.11.7"},
+                        "env_lock_sha256": "cd" * 32, "image_digest": None},
+        "host": {"hostname": "testhost", "cpu_model": "Fake CPU", "cpu_count": 2, "mem_total_mb": 4096,
+                 "os": "Linux", "gpus": []},
+        "device_used": {"device_name": "cpu", "threads": 2, "kernels": {"conv": "onednn"}},
+        "model": {"trainable_params": 1_199_882},
+        "timing": {"training_time_s": training_time if ok else None, "eval_time_s": 3.0,
+                   "setup_time_s": 1.0, "train_start_unix": start, "train_end_unix": end,
+                   "definition": "sum of the epochs' training passes; test passes excluded"},
+        "results": {"test_accuracy": accuracy if ok else None, "final_loss": 0.1,
+                    "epochs_completed": epochs if ok else 1},
+        "monitor": summary,
+        "started_at": "2026-11-23T10:00:00+00:00",
+        "finished_at": "2026-11-23T10:05:00+00:00",
+    })
+    return run_dir
