@@ -26,7 +26,7 @@ RUN_COLUMNS: tuple[str, ...] = (
     "training_time_s", "eval_time_s", "test_accuracy", "epochs", "epochs_planned",
     "cpu_util_mean_pct", "mem_mean_mb", "mem_peak_mb", "gpu_util_mean_pct",
     "monitor_source", "monitor_samples",
-    "trainable_params", "runner", "image_digest", "env_lock_sha256", "framework_version", "run_dir",
+    "trainable_params", "runner", "image_digest", "env_id", "framework_version", "run_dir",
 )
 
 # A summary cell: runs that differ only in repeat/seed. Profile and data source are part of the
@@ -191,7 +191,7 @@ def run_row(run_dir: Path, run: dict, campaign: Campaign) -> dict[str, Any]:
         "trainable_params": (run.get("model") or {}).get("trainable_params"),
         "runner": cfg["runner"],
         "image_digest": env.get("image_digest"),
-        "env_lock_sha256": env.get("env_lock_sha256"),
+        "env_id": env.get("env_id"),
         "framework_version": env.get("framework_version"),
         "run_dir": str(run_dir),
     }

@@ -353,8 +353,8 @@ def environment_section(ctx: ReportContext) -> list[Block]:
         rows.append([
             framework, device, runner,
             _distinct(e.get("framework_version") for e in envs),
-            _distinct(e.get("image_digest") or e.get("env_lock_sha256") or e.get("env_id") for e in envs),
-            _distinct((e.get("packages") or {}).get("python") for e in envs),
+            _distinct(e.get("image_digest") or e.get("env_id") for e in envs),
+            _distinct(e.get("python") for e in envs),
             _distinct(f"{h.get('hostname', '?')}: {h.get('cpu_model', '?')} ({h.get('cpu_count', '?')} CPUs, "
                       f"{h.get('mem_total_mb', '?')} MB)" for h in hosts if h),
             _distinct(_gpus_text(h) for h in hosts if h),

@@ -151,6 +151,7 @@ def train(args: argparse.Namespace, record: dict) -> None:
     fw = frameworks.load(args.framework)
     env = record["environment"]
     env["packages"] = installed_packages()
+    env["python"] = platform.python_version()
     env["framework_build"] = fw.versions()  # what was imported, with the CUDA/cuDNN it was built for
     env["framework_version"] = env["framework_build"].get(fw.PACKAGE)
     trainer = fw.make_trainer(wl, data, args.device, args.seed)

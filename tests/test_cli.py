@@ -20,7 +20,8 @@ def error_lines(proc: subprocess.CompletedProcess) -> list[str]:
 @pytest.mark.parametrize("args, text", [
     (["FRAMEWORKS=pytorch foo"], "error: unknown framework 'foo'; choose from: keras, pytorch (FRAMEWORKS=...)"),
     (["WORKLOADS=cnn-foo"], "error: unknown workload 'cnn-foo'; choose from: cnn-mnist, lstm-imdb (WORKLOADS=...)"),
-    (["PROFILE=fast"], "error: unknown profile 'fast' for workload 'cnn-mnist'; choose from: paper, quick, smoke (PROFILE=...)"),
+    (["PROFILE=fast"],
+     "error: unknown profile 'fast' for workload 'cnn-mnist'; choose from: paper, quick, smoke (PROFILE=...)"),
     (["REPEATS=many"], "error: REPEATS must be a positive whole number, got 'many'; set e.g. REPEATS=5"),
     (["RUNNER=slurm"], "error: unknown runner 'slurm'; choose from: local, docker (RUNNER=...)"),
     (["DATA=real", "CAMPAIGN=clitest-missing-data"],

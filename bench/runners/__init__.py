@@ -6,9 +6,11 @@ sha256 for a virtual environment, the image digest for a container) and launches
 
 from __future__ import annotations
 
+import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import IO, Protocol
 
 from bench.errors import UsageError
 
@@ -64,6 +66,23 @@ class Runner(Protocol):
 
     def launch(self, launch: Launch, timeout_s: float | None) -> Outcome:
         """Run one entrypoint to completion (or timeout), its output going to out_dir/log.txt."""
+
+
+def tee_log(stream: IO[bytes], log_path: Path) -> threading.Thread:
+    """Copy a run's output into its log.txt, echoing epoch lines so long runs show progress."""
+
+    def pump() -> None:
+        with open(log_path, "ab") as log:
+            for line in iter(stream.readline, b""):
+                log.write(line)
+                log.flush()
+                if line.startswith(b"epoch "):
+                    sys.stdout.write("    " + line.decode(errors="replace"))
+                    sys.stdout.flush()
+
+    thread = threading.Thread(target=pump, daemon=True)
+    thread.start()
+    return thread
 
 
 def get(name: str) -> Runner:

@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 from bench import envs, schema
-from bench.runners import Launch, Outcome
+from bench.runners import Launch, Outcome, tee_log
 
 REPO = Path(__file__).resolve().parents[2]
 _PR_SET_PDEATHSIG = 1
@@ -43,19 +43,22 @@ class LocalRunner:
         python = self._python.get(launch.framework) or envs.ensure_env(launch.framework).python
         env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
         launch.out_dir.mkdir(parents=True, exist_ok=True)
-        with open(launch.out_dir / schema.LOG_FILE, "ab") as log:
-            proc = subprocess.Popen(
-                [str(python), "-m", "bench", *launch.argv(), "--runner", self.name],
-                cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True, preexec_fn=_die_with_parent,
-            )
-            try:
-                return Outcome(proc.wait(timeout=timeout_s))
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                return Outcome(proc.wait(), timed_out=True)
-            except BaseException:
-                # Ctrl-C or an error in the campaign: take the run down with us, then re-raise.
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-                raise
+        proc = subprocess.Popen(
+            [str(python), "-m", "bench", *launch.argv(), "--runner", self.name],
+            cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            start_new_session=True, preexec_fn=_die_with_parent,
+        )
+        log = tee_log(proc.stdout, launch.out_dir / schema.LOG_FILE)
+        try:
+            return Outcome(proc.wait(timeout=timeout_s))
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            return Outcome(proc.wait(), timed_out=True)
+        except BaseException:
+            # Ctrl-C or an error in the campaign: take the run down with us, then re-raise.
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            raise
+        finally:
+            log.join(timeout=10)
+            proc.stdout.close()
