@@ -27,7 +27,7 @@ RUN_ARGS = --frameworks "$(FRAMEWORKS)" --profile "$(PROFILE)" --repeats "$(REPE
            --runner "$(RUNNER)" --data "$(DATA)" $(if $(THREADS),--threads "$(THREADS)") \
            $(if $(TIMEOUT),--timeout "$(TIMEOUT)")
 
-.PHONY: help host demo test test-all lint download run analyze report $(CAMPAIGN_TARGETS)
+.PHONY: help host demo test test-all lint download run analyze report bench-overhead $(CAMPAIGN_TARGETS)
 
 help: ## list the targets and variables
 	@echo "dlrepro: reproduce DLBench and related deep-learning-framework benchmark studies"
@@ -66,6 +66,10 @@ test-all: host ## every test, slow ones included
 
 lint: host ## ruff
 	$(HOSTPY) -m ruff check .
+
+bench-overhead: host ## measure the monitor's overhead, own cost and cadence (about 10 minutes)
+	$(HOSTPY) -m data synthetic --datasets imdb
+	$(HOSTPY) -m bench.overhead $(if $(PAIRS),--pairs "$(PAIRS)") $(if $(THREADS),--threads "$(THREADS)")
 
 download: host ## download, verify and prepare DATASETS (MIRROR=URL to use your own copies first)
 	$(HOSTPY) -m data download --datasets $(DATASETS) $(if $(MIRROR),--mirror "$(MIRROR)")

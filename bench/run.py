@@ -53,6 +53,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--threads", type=int, default=None, help="CPU threads for the framework")
     ap.add_argument("--env-id", default=None, help="lock sha256 or image digest of the environment")
     ap.add_argument("--image-digest", default=None)
+    ap.add_argument("--no-monitor", dest="monitor", action="store_false",
+                    help="train without the 1 s monitor (only to measure the monitor's own overhead)")
     return ap.parse_args(argv)
 
 
@@ -227,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     wl = spec.load(args.workload, args.profile)
     record = new_record(args, wl)
-    monitor = start_monitor(args.out)
+    monitor = start_monitor(args.out) if args.monitor else None
     try:
         train(args, record)
         record["status"], record["failure"] = "ok", None
@@ -235,9 +237,11 @@ def main(argv: list[str] | None = None) -> int:
         traceback.print_exc()
         record["failure"] = {"cause": classify_failure(exc), "message": f"{type(exc).__name__}: {exc}"[:2000]}
     finally:
-        stop_monitor(monitor)
+        if monitor is not None:
+            stop_monitor(monitor)
     t = record["timing"]
-    record["monitor"] = summarize_monitor(args.out, t["train_start_unix"], t["train_end_unix"])
+    record["monitor"] = (summarize_monitor(args.out, t["train_start_unix"], t["train_end_unix"])
+                         if monitor is not None else {"disabled": True})
     record["finished_at"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     schema.write_run(args.out, record)
     return 0 if record["status"] == "ok" else 1

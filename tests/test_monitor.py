@@ -85,3 +85,22 @@ def test_sigkill_keeps_every_whole_second(tmp_path):
     assert t_kill - rows[-1]["time_unix"] < 1.5  # nothing but the second in progress is lost
     gaps = [b["time_unix"] - a["time_unix"] for a, b in zip(rows, rows[1:])]
     assert all(0.8 < g < 1.2 for g in gaps), gaps
+
+
+def test_known_duty_cycle_on_a_known_core(tmp_path):
+    # A child pinned to core 0, busy 60 ms of every 100 ms: the tree's CPU is ~60 % of one core, and
+    # core 0's active share (dlbench Eq. 1) is at least that, whatever else runs on the machine.
+    code = ("import os,time\nos.sched_setaffinity(0,{0})\nend=time.time()+5\n"
+            "while time.time()<end:\n t=time.time()\n while time.time()-t<0.06: pass\n time.sleep(0.04)")
+    child, mon, out = _watch(tmp_path, code)
+    child.wait(timeout=30)
+    mon.wait(timeout=10)
+    rows = list(schema.read_monitor(tmp_path))[1:-1]
+    assert len(rows) >= 2
+    proc = [r["proc_cpu_pct"] for r in rows]
+    core0 = [float(r["cpu_per_core_pct"].split(";")[0]) for r in rows]
+    assert all(45 < p < 75 for p in proc), proc
+    assert all(c > 50 for c in core0), core0
+    for r in rows:  # the row's figure is the mean over the cores of their active shares
+        cores = [float(c) for c in r["cpu_per_core_pct"].split(";")]
+        assert abs(r["cpu_util_pct"] - sum(cores) / len(cores)) < 0.1
