@@ -27,7 +27,7 @@ RUN_ARGS = --frameworks "$(FRAMEWORKS)" --profile "$(PROFILE)" --repeats "$(REPE
            --runner "$(RUNNER)" --data "$(DATA)" $(if $(THREADS),--threads "$(THREADS)") \
            $(if $(TIMEOUT),--timeout "$(TIMEOUT)")
 
-.PHONY: help host demo test test-all lint download run analyze report bench-overhead $(CAMPAIGN_TARGETS)
+.PHONY: help host demo test test-all lint lock download run analyze report bench-overhead $(CAMPAIGN_TARGETS)
 
 help: ## list the targets and variables
 	@echo "dlrepro: reproduce DLBench and related deep-learning-framework benchmark studies"
@@ -66,6 +66,15 @@ test-all: host ## every test, slow ones included
 
 lint: host ## ruff
 	$(HOSTPY) -m ruff check .
+
+LOCK_ENV := .venv/lock
+lock: ## re-resolve every images/*/*/requirements.in into its hash-locked requirements.txt
+	@rm -rf $(LOCK_ENV) && $(PYTHON) -m venv $(LOCK_ENV) && $(LOCK_ENV)/bin/python -m pip install -q pip-tools
+	@for req in images/*/*/requirements.in; do \
+	  echo "locking $$req"; \
+	  $(LOCK_ENV)/bin/pip-compile -q --generate-hashes --allow-unsafe --no-emit-find-links --no-emit-index-url \
+	    --strip-extras --custom-compile-command "make lock" --output-file "$${req%.in}.txt" "$$req"; \
+	done
 
 bench-overhead: host ## measure the monitor's overhead, own cost and cadence (about 10 minutes)
 	$(HOSTPY) -m data synthetic --datasets imdb

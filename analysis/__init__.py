@@ -1,13 +1,17 @@
 """dlrepro's analysis: a campaign's runs -> tables, figures and the reproduction report.
 
-    python -m analysis --campaign results/<name> --out reports/<name>
+    python -m analysis --campaign results/<name> [--campaign results/<other>] --out reports/<name>
 
-Modules: aggregate (the run table and per-cell summaries), stats (mean, std, t-interval),
-reference (the published numbers), figures (PNG plots), report (report.md and report.html).
+Modules: aggregate (the run table and per-cell summaries), stats (intervals and tests),
+reference (the published numbers), transfer (orders, ratios, speedups, accuracy tolerance),
+significance (Wilcoxon, Pearson, bootstrap over a campaign), claims (the studies' claims as checks),
+figures (PNG plots), document (the report's blocks and renderers), context (what a report is built
+from), findings (the claims, transfer and statistics sections), report (report.md and report.html).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,20 +31,23 @@ class NoRunsError(Exception):
     """The campaign folder holds no readable run."""
 
 
-def analyze(campaign_dir: Path | str, out_dir: Path | str) -> AnalysisOutputs:
-    """Aggregate a campaign, write its tables, figures and report under out_dir.
+def analyze(campaign_dir: Path | str | Sequence[Path | str], out_dir: Path | str) -> AnalysisOutputs:
+    """Aggregate one campaign folder, or several analysed together (e.g. a CPU and a GPU campaign),
+    and write their tables, figures and report under out_dir.
 
     Raises NoRunsError when no run can be read (the message says which folder and why).
     """
     # Imported here so `import analysis` and its error paths stay fast: matplotlib loads only
     # once there is something to draw.
-    from analysis.aggregate import load_campaign, summarize, write_tables
+    from analysis.aggregate import load_campaigns, read_epochs, summarize, write_tables
 
-    campaign = load_campaign(campaign_dir)
+    dirs = [campaign_dir] if isinstance(campaign_dir, str | Path) else list(campaign_dir)
+    campaign = load_campaigns(dirs)
     if not campaign.rows:
         problems = campaign.problems
         detail = f" ({len(problems)} unreadable: {problems[0]})" if problems else ""
-        raise NoRunsError(f"no runs found in {campaign_dir}{detail}; run a campaign first (e.g. make demo)")
+        where = " or ".join(str(d) for d in dirs)
+        raise NoRunsError(f"no runs found in {where}{detail}; run a campaign first (e.g. make demo)")
     from analysis.figures import make_figures
     from analysis.report import ReportContext, write_report
 
@@ -48,5 +55,6 @@ def analyze(campaign_dir: Path | str, out_dir: Path | str) -> AnalysisOutputs:
     cells = summarize(campaign.rows)
     tables = write_tables(campaign, cells, out)
     figures = make_figures(campaign, cells, out)
-    md, html = write_report(ReportContext(campaign, cells, figures, out))
+    epochs = read_epochs(campaign)
+    md, html = write_report(ReportContext(campaign, cells, figures, out, epochs))
     return AnalysisOutputs(md, html, tables, [f.path for f in figures], list(campaign.problems))

@@ -1,4 +1,4 @@
-"""CLI: python -m analysis --campaign results/<name> [--out reports/<name>]."""
+"""CLI: python -m analysis --campaign results/<name> [--campaign results/<other>] [--out reports/<name>]."""
 
 from __future__ import annotations
 
@@ -10,20 +10,24 @@ from analysis import NoRunsError, analyze
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    """Command-line arguments; --out defaults to reports/<campaign folder name>."""
+    """Command-line arguments; --campaign is a list; --out defaults to reports/<campaign folder name(s)>."""
     ap = argparse.ArgumentParser(
         prog="python -m analysis",
         description="Turn a campaign's runs into tables, figures and a reproduction report.",
     )
-    ap.add_argument("--campaign", type=Path, required=True, help="campaign folder, e.g. results/demo")
-    ap.add_argument("--out", type=Path, default=None, help="report folder (default: reports/<campaign name>)")
+    ap.add_argument("--campaign", type=Path, required=True, action="append",
+                    help="campaign folder, e.g. results/demo; give it more than once (e.g. a CPU and a GPU "
+                         "campaign) to analyse them together")
+    ap.add_argument("--out", type=Path, default=None,
+                    help="report folder (default: reports/<campaign name>, names joined by '+' for several)")
     return ap.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the analysis; exit 0 when the report was written, 2 when there is nothing to analyse."""
     args = parse_args(argv)
-    out = args.out if args.out is not None else Path("reports") / args.campaign.name
+    name = "+".join(c.name for c in args.campaign)
+    out = args.out if args.out is not None else Path("reports") / name
     try:
         result = analyze(args.campaign, out)
     except NoRunsError as exc:

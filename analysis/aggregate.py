@@ -17,7 +17,7 @@ from typing import Any
 
 from analysis.stats import INSUFFICIENT_DATA, Estimate, describe
 from bench import atomic, monitor
-from bench.schema import RUN_FILE, SchemaError, iter_run_dirs, read_monitor, read_run
+from bench.schema import RUN_FILE, SchemaError, iter_run_dirs, read_metrics, read_monitor, read_run
 
 # One row per run, in this column order (tables/runs.csv).
 RUN_COLUMNS: tuple[str, ...] = (
@@ -26,6 +26,7 @@ RUN_COLUMNS: tuple[str, ...] = (
     "training_time_s", "eval_time_s", "test_accuracy", "epochs", "epochs_planned",
     "cpu_util_mean_pct", "mem_mean_mb", "mem_peak_mb", "gpu_util_mean_pct",
     "monitor_source", "monitor_samples",
+    "batch_size", "learning_rate",
     "trainable_params", "runner", "image_digest", "env_id", "framework_version", "run_dir",
 )
 
@@ -50,18 +51,24 @@ DISAGREE_ABSOLUTE = 1.0
 
 @dataclass
 class Campaign:
-    """Everything the analysis reads from one campaign folder."""
+    """Everything the analysis reads from one campaign folder, or from several analysed together."""
 
     root: Path
     rows: list[dict[str, Any]]
     runs: dict[str, dict]  # run_id -> run.json, for the spec and environment tables
     problems: list[str] = field(default_factory=list)  # run dirs or files that could not be read
     notes: list[str] = field(default_factory=list)  # raw-vs-cache disagreements and fallbacks
+    # Every folder read, in the order given (just [root] for one campaign).
+    roots: list[Path] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.roots:
+            self.roots = [self.root]
 
     @property
     def name(self) -> str:
-        """The campaign's name: its folder's name."""
-        return self.root.name
+        """The campaign's name: its folder's name, or the folders' names joined by '+'."""
+        return "+".join(r.name for r in self.roots)
 
     @property
     def ok_rows(self) -> list[dict[str, Any]]:
@@ -152,8 +159,39 @@ def load_campaign(root: Path | str) -> Campaign:
         row = run_row(run_dir, run, campaign)
         campaign.rows.append(row)
         campaign.runs[row["run_id"]] = run
-    campaign.rows.sort(key=lambda r: (r["workload"], r["framework"], r["device"], r["runner"], r["repeat"]))
+    campaign.rows.sort(key=_row_order)
     return campaign
+
+
+def _row_order(row: dict[str, Any]) -> tuple:
+    return (row["workload"], row["framework"], row["device"], row["runner"], row["repeat"])
+
+
+def load_campaigns(roots: Sequence[Path | str]) -> Campaign:
+    """Read several campaign folders (e.g. a CPU and a GPU campaign) into one Campaign.
+
+    Runs keep their own folders (links point at them); a run_id seen in an earlier folder is
+    left out and listed in ``problems``, as a copied run dir would count twice in every mean.
+    """
+    paths = [Path(r) for r in roots]
+    if not paths:
+        raise ValueError("no campaign folder given")
+    if len(paths) == 1:
+        return load_campaign(paths[0])
+    merged = Campaign(root=paths[0], rows=[], runs={}, roots=paths)
+    for path in paths:
+        part = load_campaign(path)
+        merged.problems += part.problems
+        merged.notes += part.notes
+        for row in part.rows:
+            if row["run_id"] in merged.runs:
+                merged.problems.append(f"{row['run_dir']}: run_id {row['run_id']} was already read from another "
+                                       "campaign folder; left out")
+                continue
+            merged.rows.append(row)
+            merged.runs[row["run_id"]] = part.runs[row["run_id"]]
+    merged.rows.sort(key=_row_order)
+    return merged
 
 
 def run_row(run_dir: Path, run: dict, campaign: Campaign) -> dict[str, Any]:
@@ -188,6 +226,9 @@ def run_row(run_dir: Path, run: dict, campaign: Campaign) -> dict[str, Any]:
         "test_accuracy": None if accuracy is None else accuracy * 100,
         "epochs": results.get("epochs_completed"),
         "epochs_planned": (spec.get("training") or {}).get("epochs"),
+        # The hyper-parameters the other studies sweep (Wu et al.: batch size, learning rate).
+        "batch_size": (spec.get("training") or {}).get("batch_size"),
+        "learning_rate": _learning_rate(spec),
         "trainable_params": (run.get("model") or {}).get("trainable_params"),
         "runner": cfg["runner"],
         "image_digest": env.get("image_digest"),
@@ -215,6 +256,24 @@ def run_row(run_dir: Path, run: dict, campaign: Campaign) -> dict[str, Any]:
                 "in run.json's summary; using monitor.csv")
     row.update(raw, monitor_source="monitor.csv", monitor_samples=samples)
     return row
+
+
+def _learning_rate(spec: dict) -> float | None:
+    optimizer = (spec.get("training") or {}).get("optimizer")
+    lr = optimizer.get("lr") if isinstance(optimizer, dict) else None
+    return float(lr) if isinstance(lr, int | float) and not isinstance(lr, bool) else None
+
+
+def read_epochs(campaign: Campaign) -> dict[str, list[dict[str, Any]]]:
+    """metrics.jsonl records of every run, by run_id; an unreadable file is a problem, not an error."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for row in campaign.rows:
+        try:
+            out[row["run_id"]] = read_metrics(Path(row["run_dir"]))
+        except (SchemaError, ValueError, OSError) as exc:
+            campaign.problems.append(f"{row['run_dir']}: metrics.jsonl unreadable ({exc}); no per-epoch values")
+            out[row["run_id"]] = []
+    return out
 
 
 def cached_monitor_summary(run: dict) -> dict[str, float | None]:
@@ -279,8 +338,6 @@ def summarize(rows: Iterable[dict[str, Any]]) -> list[CellSummary]:
 
 
 # --- Writing -------------------------------------------------------------------------------
-
-
 
 def _csv_cell(value: Any) -> Any:
     if value is None:

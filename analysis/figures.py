@@ -26,7 +26,7 @@ from analysis.aggregate import (  # noqa: E402
     CellSummary,
     training_window_samples,
 )
-from analysis.reference import ORIGIN_PAPER, published_for  # noqa: E402
+from analysis.reference import ORIGIN_PAPER, device_env, published_for  # noqa: E402
 from analysis.stats import describe  # noqa: E402
 from bench import atomic  # noqa: E402
 from bench.schema import SchemaError, read_metrics  # noqa: E402
@@ -87,19 +87,17 @@ def _save(fig: Figure, path: Path) -> None:
 
 # --- Bars over cells -----------------------------------------------------------------------
 
-def _bar_figure(cells: Sequence[CellSummary], metric: str, ylabel: str, title: str,
-                path: Path, with_published: bool) -> bool:
-    """Grouped bars (workload groups, one bar per series) of a metric's mean with 95 % CI bars."""
+def _draw_bars(ax: Any, cells: Sequence[CellSummary], metric: str, colors: dict[str, Any],
+               varying: Sequence[str], with_published: bool = False, missing: str = "no ok run") -> bool:
+    """Grouped bars on ax (workload groups, one bar per series) of a metric's mean with 95 % CI bars.
+
+    A cell without a mean gets a grey text mark (``missing``, or "no ok run" when no run of it
+    succeeded) instead of a bar, so absence is visible. Returns True when the axis uses a log scale.
+    """
     workloads = sorted({c.key["workload"] for c in cells})
-    varying = _varying_keys(cells)
-    colors = _series_colors(cells)
     means = [c.estimates[metric].mean for c in cells if c.estimates[metric].mean is not None]
-    if not means:
-        return False
     widest = max(sum(c.key["workload"] == w for c in cells) for w in workloads)
     width = 0.8 / widest
-    fig = Figure(figsize=(max(6.0, 2.5 + 0.8 * len(workloads) * widest), 4.2), layout="constrained")
-    ax = fig.subplots()
     positive = [m for m in means if m > 0]
     log = bool(positive) and len(positive) == len(means) and max(positive) / min(positive) > LOG_SCALE_SPREAD
     marked: set[str] = set()
@@ -112,9 +110,10 @@ def _bar_figure(cells: Sequence[CellSummary], metric: str, ylabel: str, title: s
             x = group + (i - (len(members) - 1) / 2) * width
             est = cell.estimates[metric]
             if est.mean is None:
-                # A cell with no successful run still gets a visible mark, so absence is not silent.
-                ax.annotate(f"{label}:\nno ok run", (x, 0.02), xycoords=("data", "axes fraction"),
-                            ha="center", va="bottom", fontsize=7, color="grey")
+                # Written upright in the bar's own slot, so neighbouring marks cannot overlap.
+                text = missing if cell.ok_rows else "no ok run"
+                ax.annotate(f"{label}: {text}", (x, 0.03), xycoords=("data", "axes fraction"),
+                            ha="center", va="bottom", rotation=90, fontsize=7, color="grey")
                 continue
             ax.bar(x, est.mean, width * 0.9, color=_color(colors, cell, varying),
                    label=label if label not in marked else None,
@@ -126,9 +125,24 @@ def _bar_figure(cells: Sequence[CellSummary], metric: str, ylabel: str, title: s
                 # Beside the error bar, not on it, so both stay readable.
                 _mark_published(ax, cell, x + width * 0.25)
     ax.set_xticks(range(len(workloads)), workloads)
-    ax.set_ylabel(ylabel + (" (log scale)" if log else ""))
+    # Fixed limits: a panel with marks but no bar (e.g. no GPU anywhere) must still show them all.
+    ax.set_xlim(-0.5, len(workloads) - 0.5)
     if log:
         ax.set_yscale("log")
+    return log
+
+
+def _bar_figure(cells: Sequence[CellSummary], metric: str, ylabel: str, title: str,
+                path: Path, with_published: bool) -> bool:
+    """One panel of grouped bars of a metric (see _draw_bars); False (nothing drawn) without any mean."""
+    if not any(c.estimates[metric].mean is not None for c in cells):
+        return False
+    workloads = {c.key["workload"] for c in cells}
+    widest = max(sum(c.key["workload"] == w for c in cells) for w in workloads)
+    fig = Figure(figsize=(max(6.0, 2.5 + 0.8 * len(workloads) * widest), 4.2), layout="constrained")
+    ax = fig.subplots()
+    log = _draw_bars(ax, cells, metric, _series_colors(cells), _varying_keys(cells), with_published)
+    ax.set_ylabel(ylabel + (" (log scale)" if log else ""))
     ax.set_title(title)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     _save(fig, path)
@@ -160,6 +174,45 @@ def accuracy_figure(cells: Sequence[CellSummary], path: Path) -> FigureFile | No
         return None
     return FigureFile(path, "Test accuracy", "Mean final test accuracy over successful repeats; error bars: "
                       "95 % t-interval where n ≥ 2. Diamonds: the paper's value; crosses: the authors' logs.")
+
+
+# --- Utilization per framework -------------------------------------------------------------
+
+_UTILIZATION_PANELS = (
+    ("cpu_util_mean_pct", "CPU utilization (%)\n(mean over cores)", "not measured"),
+    ("gpu_util_mean_pct", "GPU utilization (%)", "no GPU"),
+    ("mem_mean_mb", "memory mean (MB)", "not measured"),
+)
+
+
+def utilization_figure(cells: Sequence[CellSummary], device: str, path: Path,
+                       all_cells: Sequence[CellSummary] | None = None) -> FigureFile | None:
+    """CPU, GPU and memory means per workload and framework on one device, as three bar panels.
+
+    GPU bars read "no GPU" where the runs measured none. ``all_cells`` keeps colours the same as in
+    the other figures when the campaign set spans several devices. None when nothing was measured.
+    """
+    mine = [c for c in cells if device_env(c.key["device"]) == device]
+    if not any(c.estimates[m].mean is not None for c in mine for m, _, _ in _UTILIZATION_PANELS):
+        return None
+    palette_cells = list(all_cells) if all_cells is not None else list(cells)
+    colors, varying = _series_colors(palette_cells), _varying_keys(palette_cells)
+    workloads = {c.key["workload"] for c in mine}
+    widest = max(sum(c.key["workload"] == w for c in mine) for w in workloads)
+    fig = Figure(figsize=(max(7.0, 3.0 + 0.8 * len(workloads) * widest), 8.4), layout="constrained")
+    axes = fig.subplots(len(_UTILIZATION_PANELS), 1, squeeze=False)[:, 0]
+    for ax, (metric, ylabel, missing) in zip(axes, _UTILIZATION_PANELS):
+        log = _draw_bars(ax, mine, metric, colors, varying, missing=missing)
+        if metric.endswith("_pct") and all(c.estimates[metric].mean is None for c in mine):
+            ax.set_ylim(0, 100)  # an empty percentage panel still reads as a 0-100 % scale
+        ax.set_ylabel(ylabel + (" (log)" if log else ""), fontsize=8)
+    axes[0].set_title(f"Resource utilization during training: {device.upper()} runs")
+    axes[0].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    _save(fig, path)
+    return FigureFile(path, f"Utilization, {device.upper()} runs",
+                      f"Mean CPU utilization (dlbench Eq. 1-2), GPU utilization (Eq. 3) and process-tree memory "
+                      f"over the training window of the successful {device.upper()} repeats; error bars: 95 % "
+                      "t-interval where n ≥ 2. \"no GPU\": the runs measured no GPU.")
 
 
 # --- Per-workload lines --------------------------------------------------------------------
@@ -290,6 +343,9 @@ def make_figures(campaign: Campaign, cells: Sequence[CellSummary], out_dir: Path
         training_time_figure(cells, fig_dir / "training_time.png"),
         accuracy_figure(cells, fig_dir / "test_accuracy.png"),
     ]
+    # One utilization figure per device, so CPU and GPU runs of a campaign set get their own panels.
+    for device in sorted({device_env(c.key["device"]) for c in cells}):
+        figures.append(utilization_figure(cells, device, fig_dir / f"utilization_{device}.png", cells))
     for workload in sorted({c.key["workload"] for c in cells}):
         name = _safe(workload)
         figures.append(convergence_figure(campaign, cells, workload, fig_dir / f"convergence_{name}.png"))

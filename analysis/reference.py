@@ -16,6 +16,7 @@ from functools import cache
 from pathlib import Path
 
 REFERENCE_DIR = Path(__file__).parent / "reference"
+SOURCES_MD = REFERENCE_DIR / "SOURCES.md"
 DLBENCH_CSV = REFERENCE_DIR / "dlbench.csv"
 ORIGINAL_REPOS_CSV = REFERENCE_DIR / "from_original_repos.csv"
 
@@ -55,6 +56,16 @@ class PublishedValue:
     qualifier: str
     source: str
     origin: str = ORIGIN_PAPER
+
+    @property
+    def source_text(self) -> str:
+        """Where the number is printed: 'paper Sec 5.1' or "authors' log: <repo>: <file>"."""
+        return f"paper {self.source}" if self.origin == ORIGIN_PAPER else f"authors' log: {self.source}"
+
+    @property
+    def value_text(self) -> str:
+        """The value as printed in the source (98, 96.4, 14,400) with its unit, not padded."""
+        return f"{self.value:,.6g} {self.unit}"
 
     def matches(self, env: str, arch: str, dataset: str, framework: str) -> bool:
         """True if this row applies to the cell; '*' in the row matches anything."""
@@ -205,3 +216,23 @@ def published_for(device: str, workload: str, framework: str, metric: str | None
         p for p in rows
         if p.matches(env, arch, dataset, framework) and (metric is None or p.metric == metric)
     ]
+
+
+@dataclass(frozen=True)
+class SourceHardware:
+    """One row of reference/SOURCES.md: a reference file, its source, and the hardware it was measured on."""
+
+    file: str
+    source: str
+    hardware: str
+
+
+def published_hardware(path: Path = SOURCES_MD) -> list[SourceHardware]:
+    """The rows of SOURCES.md's table (file | source | hardware), so the report states them verbatim."""
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        # Data rows name a file in backticks; the header and the |---| rule do not.
+        if line.startswith("|") and len(cells) == 3 and cells[0].startswith("`"):
+            out.append(SourceHardware(cells[0].strip("`"), cells[1], cells[2]))
+    return out

@@ -1,28 +1,37 @@
 """The reproduction report: report.md and a self-contained report.html from one document model.
 
-The report is built once as a list of blocks (headings, paragraphs, tables, figures) and rendered
-twice, so the Markdown and the HTML cannot drift apart. The HTML embeds its figures as base64 data
-URIs and its CSS inline: it opens anywhere, offline, as a single file. Links to run directories
-are relative to the report, so the reports/ and results/ folders can move together.
+The report is built once as a list of blocks (analysis.document) and rendered twice. This module
+holds the sections about the campaign itself (runs, comparisons with the published numbers,
+settings, environment, figures); analysis.findings holds the claims, what transfers across hardware
+and the paper's statistics. Links to run directories are relative to the report, so the reports/
+and results/ folders can move together.
 """
 
 from __future__ import annotations
 
-import base64
-import datetime as dt
-import html
-import os
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from analysis.aggregate import CELL_KEYS, Campaign, CellSummary
-from analysis.figures import FigureFile
+from analysis.aggregate import CELL_KEYS, CellSummary
+from analysis.context import ReportContext
+from analysis.document import (
+    Block,
+    Bullets,
+    Heading,
+    Image,
+    Inline,
+    Link,
+    Para,
+    Table,
+    Tag,
+    render_html,
+    render_markdown,
+)
+from analysis.findings import claim_outcomes, claims_section, hardware_section, statistics_section, transfer_section
 from analysis.reference import (
     METRIC_COLUMNS,
-    ORIGIN_PAPER,
     PublishedValue,
     all_published,
     device_env,
@@ -30,93 +39,14 @@ from analysis.reference import (
     workload_cell,
 )
 from analysis.stats import Estimate, format_estimate, ratio
+from analysis.transfer import ACCURACY_TOLERANCE_PP, WITHIN, accuracy_verdict
 from bench import atomic
 from bench.spec import content_hash
 
+__all__ = ["ReportContext", "build_report", "render_html", "render_markdown", "write_report"]
+
 SYNTHETIC_BANNER = "SYNTHETIC DATA — demo only: accuracy and timing are not comparable to the paper"
 PAPER_PROFILE = "paper"
-
-# --- Document model ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Link:
-    """A relative link (to a run dir or a table) inside a cell or a list item."""
-
-    text: str
-    href: str
-
-
-Inline = str | Link | list[Link]
-
-
-@dataclass(frozen=True)
-class Heading:
-    """A section heading."""
-
-    level: int
-    text: str
-
-
-@dataclass(frozen=True)
-class Para:
-    """A paragraph; kind 'banner' or 'note' is rendered prominently."""
-
-    text: str
-    kind: str = ""
-
-
-@dataclass(frozen=True)
-class Table:
-    """A table with a header row; cells are text or links."""
-
-    headers: list[str]
-    rows: list[list[Inline]]
-
-
-@dataclass(frozen=True)
-class Bullets:
-    """A bulleted list."""
-
-    items: list[Inline]
-
-
-@dataclass(frozen=True)
-class Image:
-    """A figure: its PNG (relative to the report for Markdown; embedded in HTML)."""
-
-    figure: FigureFile
-    rel: str
-
-
-Block = Heading | Para | Table | Bullets | Image
-
-
-@dataclass
-class ReportContext:
-    """What the report is built from, and where it is written (for relative links)."""
-
-    campaign: Campaign
-    cells: list[CellSummary]
-    figures: list[FigureFile]
-    out_dir: Path
-    generated_at: str = field(
-        default_factory=lambda: dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
-
-    def rel(self, path: str | Path) -> str:
-        """path relative to the report's folder, with forward slashes."""
-        return Path(os.path.relpath(Path(path).resolve(), self.out_dir.resolve())).as_posix()
-
-    def runs_links(self, runs: Iterable[dict]) -> list[Link]:
-        """run_links for run.json objects (looked up in the run table by run_id)."""
-        by_id = {r["run_id"]: r for r in self.campaign.rows}
-        return self.run_links(by_id[run["run_id"]] for run in runs)
-
-    def run_links(self, rows: Iterable[dict[str, Any]]) -> list[Link]:
-        """One link per run: its id (marked when failed) to its run dir."""
-        return [Link(r["run_id"] + ("" if r["status"] == "ok" else " (failed)"), self.rel(r["run_dir"]))
-                for r in rows]
-
 
 # --- Sections ------------------------------------------------------------------------------
 
@@ -127,9 +57,11 @@ def header_section(ctx: ReportContext) -> list[Block]:
     n_ok = len(c.ok_rows)
     started = min((r["started_at"] for r in runs), default=None)
     finished = max((r["finished_at"] for r in runs if r["finished_at"]), default=None)
+    folders = ", ".join(f"`{r}`" for r in c.roots)
     blocks: list[Block] = [
         Heading(1, f"Reproduction report: {c.name}"),
-        Para(f"Campaign folder `{c.root}`: {len(c.rows)} runs ({n_ok} ok, {len(c.rows) - n_ok} failed), "
+        Para(f"Campaign folder{'s' if len(c.roots) > 1 else ''} {folders}: {len(c.rows)} runs "
+             f"({n_ok} ok, {len(c.rows) - n_ok} failed), "
              f"run between {started or '?'} and {finished or '?'}. Report generated {ctx.generated_at} "
              "by dlrepro's analysis from the runs' raw files. Compared against DLBench (Elshawi, Wahab, "
              "Barnawi, Sakr; Cluster Computing 2021) and the numbers in its authors' logs."),
@@ -213,12 +145,11 @@ _RESOURCES = (
 
 
 def _source_text(p: PublishedValue) -> str:
-    return f"paper {p.source}" if p.origin == ORIGIN_PAPER else f"authors' log: {p.source}"
+    return p.source_text
 
 
 def _published_value(p: PublishedValue) -> str:
-    # As printed in the source (98, 96.4, 14,400), not padded to a fixed number of digits.
-    return f"{p.value:,.6g} {p.unit}"
+    return p.value_text
 
 
 def _published_text(p: PublishedValue | None) -> list[str]:
@@ -244,19 +175,43 @@ def comparison_section(ctx: ReportContext) -> list[Block]:
     ]
     for metric, title, digits in _COMPARED:
         column = METRIC_COLUMNS[metric]
+        tolerance = metric == "test_accuracy"
         rows: list[list[Inline]] = []
         for cell in ctx.cells:
             est = cell.estimates[column]
             refs = published_for(cell.key["device"], cell.key["workload"], cell.key["framework"], metric)
             for ref in refs or [None]:
                 r = ratio(est.mean, ref.value if ref else None)
+                extra: list[Inline] = [_tolerance_cell(cell, est, ref)] if tolerance else []
                 rows.append([*(cell.key[k] for k in keys), *_published_text(ref),
                              _measured_text(cell, est, digits),
-                             "—" if r is None else f"{r:.2f}×", ctx.run_links(cell.rows)])
-        blocks += [Heading(3, title),
-                   Table([*keys, "published", "qualifier", "source", "measured", "ratio", "runs"], rows)]
+                             "—" if r is None else f"{r:.2f}×", *extra, ctx.run_links(cell.rows)])
+        headers = [*keys, "published", "qualifier", "source", "measured", "ratio"]
+        if tolerance:
+            headers.append(f"within ±{ACCURACY_TOLERANCE_PP:g} pp?")
+            blocks += [Heading(3, title),
+                       Para(f"Accuracy tolerance: the measured mean is 'within' when it lies no more than "
+                            f"{ACCURACY_TOLERANCE_PP:g} percentage points from the published value (analysis."
+                            "transfer.ACCURACY_TOLERANCE_PP); the sign gives measured − published."
+                            + ("" if _paper_evidence(ctx) else " On this campaign's data or profile the verdicts "
+                               "are computed but are not evidence about the paper."))]
+        else:
+            blocks.append(Heading(3, title))
+        blocks.append(Table([*headers, "runs"], rows))
     blocks += [Heading(3, "Resource use (training window)"), _resource_table(ctx, keys)]
     return blocks
+
+
+def _paper_evidence(ctx: ReportContext) -> bool:
+    """True when every run used real data and the paper profile (verdicts then speak about the paper)."""
+    return all(r["data_source"] == "real" and r["profile"] == PAPER_PROFILE for r in ctx.campaign.rows)
+
+
+def _tolerance_cell(cell: CellSummary, est: Estimate, ref: PublishedValue | None) -> Inline:
+    if ref is None or est.mean is None:
+        return "—"
+    text = accuracy_verdict(est.mean, ref.value)
+    return Tag(text, "within" if text.startswith(WITHIN) else "outside")
 
 
 def _timing_definition(ctx: ReportContext) -> str:
@@ -353,18 +308,23 @@ def environment_section(ctx: ReportContext) -> list[Block]:
         rows.append([
             framework, device, runner,
             _distinct(e.get("framework_version") for e in envs),
+            _distinct(_kernels_text(e.get("framework_build")) for e in envs),
             _distinct(e.get("image_digest") or e.get("env_id") for e in envs),
             _distinct(e.get("python") for e in envs),
             _distinct(f"{h.get('hostname', '?')}: {h.get('cpu_model', '?')} ({h.get('cpu_count', '?')} CPUs, "
                       f"{h.get('mem_total_mb', '?')} MB)" for h in hosts if h),
             _distinct(_gpus_text(h) for h in hosts if h),
+            _distinct(u.get("device_name") for u in used),
             _distinct(u.get("threads") for u in used),
             _distinct(_kernels_text(u.get("kernels")) for u in used),
             ctx.runs_links(runs),
         ])
     return [Heading(2, "Environment"),
-            Table(["framework", "device", "runner", "version", "image digest / env lock", "python", "host",
-                   "GPUs", "threads", "kernels", "runs"], rows)]
+            Para("Exact versions as each run recorded them: the framework, its build (e.g. CUDA and cuDNN where "
+                 "the framework reports them), the container image digest or the locked environment's id, the "
+                 "host and its GPUs, the device the framework used."),
+            Table(["framework", "device", "runner", "version", "framework build", "image digest / env lock",
+                   "python", "host", "GPUs", "device used", "threads", "kernels", "runs"], rows)]
 
 
 def figures_section(ctx: ReportContext) -> list[Block]:
@@ -437,8 +397,8 @@ def not_reproduced_section(ctx: ReportContext) -> list[Block]:
             f"{env} {arch}/{ds}: {len(ps)} number{'s' if len(ps) > 1 else ''} "
             f"({', '.join(sorted({p.metric for p in ps}))})"
             for (env, arch, ds), ps in sorted(out_of_scope.items())]))
-    blocks.append(Para("The paper's qualitative claims (dlbench.md, claims 1-9) and its statistical tests "
-                       "(Wilcoxon, Pearson) are not evaluated by this report yet."))
+    blocks.append(Para("The paper's claims are judged in 'What reproduced' and its statistical tests in "
+                       "'Statistics as the paper did them'."))
     return blocks
 
 
@@ -453,105 +413,12 @@ def files_section(ctx: ReportContext) -> list[Block]:
 def build_report(ctx: ReportContext) -> list[Block]:
     """The whole report as blocks, in reading order."""
     return [
-        *header_section(ctx), *problems_section(ctx), *overview_section(ctx), *comparison_section(ctx),
-        *settings_section(ctx), *environment_section(ctx), *figures_section(ctx),
+        *header_section(ctx), *claims_section(ctx, claim_outcomes(ctx)), *problems_section(ctx),
+        *overview_section(ctx), *comparison_section(ctx), *transfer_section(ctx), *statistics_section(ctx),
+        *settings_section(ctx), *environment_section(ctx), *hardware_section(ctx), *figures_section(ctx),
         *not_reproduced_section(ctx), *files_section(ctx),
     ]
 
-
-# --- Rendering: Markdown -------------------------------------------------------------------
-
-def _md_inline(item: Inline, in_table: bool = False) -> str:
-    if isinstance(item, Link):
-        return f"[{_md_text(item.text, in_table)}](<{item.href}>)"
-    if isinstance(item, list):
-        return " ".join(_md_inline(i, in_table) for i in item)
-    return _md_text(item, in_table)
-
-
-def _md_text(text: str, in_table: bool) -> str:
-    # "<" escaped so paths like ".../<fw>/log.txt" are not swallowed as HTML tags by renderers.
-    text = str(text).replace("<", "\\<")
-    return " ".join(text.split()).replace("|", "\\|") if in_table else text
-
-
-def render_markdown(blocks: Sequence[Block]) -> str:
-    """The report as GitHub-flavoured Markdown."""
-    out: list[str] = []
-    for b in blocks:
-        if isinstance(b, Heading):
-            out.append(f"{'#' * b.level} {b.text}")
-        elif isinstance(b, Para):
-            prefix = {"banner": "> **", "note": "> "}.get(b.kind, "")
-            out.append(prefix + b.text + ("**" if b.kind == "banner" else ""))
-        elif isinstance(b, Table):
-            lines = ["| " + " | ".join(b.headers) + " |", "|" + "---|" * len(b.headers)]
-            lines += ["| " + " | ".join(_md_inline(c, True) for c in row) + " |" for row in b.rows]
-            out.append("\n".join(lines))
-        elif isinstance(b, Bullets):
-            out.append("\n".join(f"- {_md_inline(i)}" for i in b.items))
-        elif isinstance(b, Image):
-            out.append(f"![{b.figure.title}](<{b.rel}>)\n\n*{b.figure.caption}*")
-    return "\n\n".join(out) + "\n"
-
-
-# --- Rendering: HTML -----------------------------------------------------------------------
-
-_CSS = """
-body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 80em; padding: 0 1em;
-       color: #222; }
-h1 { font-size: 1.6em; } h2 { margin-top: 1.8em; border-bottom: 1px solid #ccc; } h3 { margin-top: 1.2em; }
-table { border-collapse: collapse; margin: .6em 0; font-size: 12.5px; }
-th, td { border: 1px solid #ccc; padding: 3px 6px; text-align: left; vertical-align: top; }
-th { background: #f2f2f2; } td { overflow-wrap: anywhere; max-width: 32em; }
-.banner { background: #b00020; color: #fff; font-weight: bold; padding: .8em 1em; border-radius: 4px; }
-.note { background: #fff5d6; border-left: 4px solid #e0a800; padding: .6em 1em; }
-figure { margin: 1em 0; } figure img { max-width: 100%; border: 1px solid #ddd; }
-figcaption { font-size: 12.5px; color: #555; } code { background: #f4f4f4; padding: 0 .2em; }
-"""
-
-
-def _html_inline(item: Inline) -> str:
-    if isinstance(item, Link):
-        return f'<a href="{html.escape(item.href, quote=True)}">{html.escape(item.text)}</a>'
-    if isinstance(item, list):
-        return " ".join(_html_inline(i) for i in item)
-    return _html_code(str(item))
-
-
-def _html_code(text: str) -> str:
-    # `code` spans are the only Markdown the paragraphs use; render them as <code>.
-    parts = html.escape(text).split("`")
-    return "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts))
-
-
-def _data_uri(path: Path) -> str:
-    return "data:image/png;base64," + base64.b64encode(Path(path).read_bytes()).decode("ascii")
-
-
-def render_html(blocks: Sequence[Block], title: str) -> str:
-    """The report as one HTML file: inline CSS, figures embedded as data URIs, no external resource."""
-    body: list[str] = []
-    for b in blocks:
-        if isinstance(b, Heading):
-            body.append(f"<h{b.level}>{html.escape(b.text)}</h{b.level}>")
-        elif isinstance(b, Para):
-            cls = f' class="{b.kind}"' if b.kind else ""
-            body.append(f"<p{cls}>{_html_code(b.text)}</p>")
-        elif isinstance(b, Table):
-            head = "".join(f"<th>{html.escape(h)}</th>" for h in b.headers)
-            rows = "".join("<tr>" + "".join(f"<td>{_html_inline(c)}</td>" for c in row) + "</tr>"
-                           for row in b.rows)
-            body.append(f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>")
-        elif isinstance(b, Bullets):
-            body.append("<ul>" + "".join(f"<li>{_html_inline(i)}</li>" for i in b.items) + "</ul>")
-        elif isinstance(b, Image):
-            body.append(f'<figure><img alt="{html.escape(b.figure.title, quote=True)}" '
-                        f'src="{_data_uri(b.figure.path)}"><figcaption>{html.escape(b.figure.caption)}'
-                        "</figcaption></figure>")
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<title>{html.escape(title)}</title><style>{_CSS}</style></head>\n<body>\n"
-            + "\n".join(body) + "\n</body></html>\n")
 
 
 def write_report(ctx: ReportContext) -> tuple[Path, Path]:

@@ -50,12 +50,15 @@ def make_run(campaign: Path, framework: str, workload: str, repeat: int, *,
              cpu: Sequence[float] = (50.0, 60.0, 70.0), rss: Sequence[float] = (500.0, 600.0, 700.0),
              cached: dict[str, Any] | None = None, device: str = "cpu", profile: str = "paper",
              runner: str = "local", data_source: str = "real", start: float | None = None,
-             run_id: str | None = None) -> Path:
+             run_id: str | None = None, gpu: Sequence[float] | None = None,
+             epoch_times: Sequence[float] | None = None) -> Path:
     """Write one complete run dir (run.json, metrics.jsonl, monitor.csv, log.txt) and return it.
 
     ``cached`` overrides run.json's monitor summary (default: the true window means), so a test
     can make the cache disagree with the raw file. A failed run keeps train_end_unix, as the
-    entrypoint sets it after every finished epoch.
+    entrypoint sets it after every finished epoch. ``gpu`` gives GPU utilization samples (one per
+    CPU sample; the host then lists a GPU and the environment a CUDA build); ``epoch_times`` the
+    per-epoch times of metrics.jsonl (default: training_time split evenly over the epochs).
     """
     run_id = run_id or f"{framework}-{workload}-{device}-r{repeat}"
     run_dir = Path(campaign) / run_id
@@ -66,15 +69,18 @@ def make_run(campaign: Path, framework: str, workload: str, repeat: int, *,
     spec = bench_spec.load(workload, profile)
     epochs = len(curve)
     writer = MetricsWriter(run_dir)
-    for epoch, acc in enumerate(curve, 1):
+    times = list(epoch_times) if epoch_times is not None else [training_time / epochs] * epochs
+    for epoch, (acc, t) in enumerate(zip(curve, times, strict=True), 1):
         writer.write({"epoch": epoch, "loss": 1.0 / epoch, "train_accuracy": acc, "test_accuracy": acc,
-                      "epoch_time_s": training_time / epochs, "eval_time_s": 1.0, "end_unix": start + epoch})
+                      "epoch_time_s": t, "eval_time_s": 1.0, "end_unix": start + epoch})
     writer.close()
-    write_monitor(run_dir, start, cpu, rss)
+    write_monitor(run_dir, start, cpu, rss, gpu=gpu)
     (run_dir / LOG_FILE).write_text("fake training log\n", encoding="utf-8")
     summary = {"interval_s": 1.0, "samples": len(cpu), "cpu_util_mean_pct": sum(cpu) / len(cpu),
                "mem_mean_mb": sum(rss) / len(rss), "mem_peak_mb": max(rss),
                "gpu": "no GPU: NVML library not found"}
+    if gpu:
+        summary.update(gpu="measured", gpu_util_mean_pct=sum(gpu) / len(gpu))
     summary.update(cached or {})
     write_run(run_dir, {
         "schema_version": SCHEMA_VERSION,
@@ -86,10 +92,11 @@ def make_run(campaign: Path, framework: str, workload: str, repeat: int, *,
         "spec": spec,
         "dataset": {"name": spec["dataset"], "source": data_source, "sha256": "ab" * 32},
         "environment": {"runner": runner, "framework_version": f"{framework}-1.0",
+                        "framework_build": {framework: "1.0", **({"cuda": "12.4", "cudnn": "9.1"} if gpu else {})},
                         "packages": {framework: "1.0"}, "python": "3.11.7",
-                        "env_id": "cd" * 32, "image_digest": None},
+                        "env_id": "cd" * 32, "image_digest": "sha256:" + "ef" * 32 if runner == "docker" else None},
         "host": {"hostname": "testhost", "cpu_model": "Fake CPU", "cpu_count": 2, "mem_total_mb": 4096,
-                 "os": "Linux", "gpus": []},
+                 "os": "Linux", "gpus": [{"name": "Fake GPU 16GB"}] if gpu else []},
         "device_used": {"device_name": "cpu", "threads": 2, "kernels": {"conv": "onednn"}},
         "model": {"trainable_params": 1_199_882},
         "timing": {"training_time_s": training_time if ok else None, "eval_time_s": 3.0,

@@ -192,7 +192,7 @@ def test_reference_parsers() -> None:
 
 def test_figures_written(analysed: dict) -> None:
     names = {p.name for p in analysed["result"].figures}
-    assert names == {"training_time.png", "test_accuracy.png", "convergence_cnn-mnist.png",
+    assert names == {"training_time.png", "test_accuracy.png", "utilization_cpu.png", "convergence_cnn-mnist.png",
                      "convergence_lstm-imdb.png", "resources_cnn-mnist.png", "resources_lstm-imdb.png"}
     for path in analysed["result"].figures:
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -220,7 +220,7 @@ def test_report_md_contents(analysed: dict) -> None:
 
 def test_report_html_is_self_contained(analysed: dict) -> None:
     html = analysed["html"]
-    assert html.count('src="data:image/png;base64,') == len(analysed["result"].figures) == 6
+    assert html.count('src="data:image/png;base64,') == len(analysed["result"].figures) == 7
     for attr in re.findall(r'(?:src|href)="([^"]*)"', html):
         assert "://" not in attr and not attr.startswith("//"), attr
     assert "<script" not in html and "<link" not in html and "@import" not in html
@@ -283,3 +283,70 @@ def test_cli_prints_where_the_report_went(analysed: dict, capsys: pytest.Capture
     captured = capsys.readouterr()
     assert f"report written: {out / 'report.md'} and {out / 'report.html'}" in captured.out
     assert "broken" in captured.err
+    # The failed run is visible as such wherever its runs are linked, with its cause.
+    md = (out / "report.md").read_text(encoding="utf-8")
+    assert "[pytorch-lstm-imdb-cpu-r2 (failed)]" in md and "| oom |" in md
+    assert (out / "report.html").read_text(encoding="utf-8").count("pytorch-lstm-imdb-cpu-r2 (failed)") >= 2
+
+
+# --- Claims, transfer, statistics in the report ----------------------------------------------
+
+def test_claims_table_comes_before_the_detailed_tables(analysed: dict) -> None:
+    md, html = analysed["md"], analysed["html"]
+    assert md.index("## What reproduced") < md.index("## Runs overview") < md.index("## Comparison with")
+    assert '<h2 id="what-reproduced">' in html and '<table class="claims">' in html
+    # Claim 1: pytorch is more accurate on cnn-mnist (98.5 vs 97.25) and the only framework with an
+    # accuracy on lstm-imdb (tensorflow missing), so only one group qualifies: insufficient data.
+    claim1 = next(line for line in md.splitlines() if line.startswith("| 1 | DLBench"))
+    assert "**insufficient data**" in claim1 and "1 (workload, device) group(s)" in claim1
+    # Claim 8: three 1/3-time epochs per run, cumulative time linear.
+    claim8 = next(line for line in md.splitlines() if line.startswith("| 8 | DLBench"))
+    assert "**reproduced**" in claim8 and "5 of 5 runs linear" in claim8
+    assert "### How each claim is tested" in md and "R² ≥ 0.99" in md
+
+
+def test_report_has_transfer_statistics_tolerance_and_hardware(analysed: dict) -> None:
+    md = analysed["md"]
+    assert "## What transfers across hardware" in md and "### Order of frameworks (Kendall tau)" in md
+    assert "within ±2 pp?" in md and "**within ±2 pp (+0.50 pp)**" in md  # 98.5 vs the paper's 98
+    assert "### Wilcoxon signed-rank tests between frameworks" in md
+    assert "insufficient data (2 non-zero pairs; p \\< 0.05 needs at least 6)" in md
+    assert "### Pearson correlation: epoch vs test accuracy" in md and "r=1, p=" in md
+    assert "### Bootstrap intervals of the mean" in md
+    assert "## Hardware of the published numbers" in md and "one NVIDIA Tesla P4" in md
+    assert "framework build" in md and "pytorch=1.0" in md
+    assert "No workload and framework was run on both CPU and GPU" in md
+
+
+def build_cpu_gpu_campaigns(root: Path) -> tuple[Path, Path]:
+    """A CPU and a GPU campaign of keras and pytorch on cnn-mnist (2 repeats each), GPU util measured."""
+    cpu, gpu = root / "results" / "cpu", root / "results" / "gpu"
+    for repeat in (1, 2):
+        for fw, cpu_time, gpu_time in (("keras", 100.0, 10.0), ("pytorch", 200.0, 40.0)):
+            make_run(cpu, fw, "cnn-mnist", repeat, training_time=cpu_time + repeat)
+            make_run(gpu, fw, "cnn-mnist", repeat, device="gpu", training_time=gpu_time + repeat,
+                     cpu=(10.0, 12.0, 14.0), gpu=(95.0, 97.0, 99.0), runner="docker")
+    return cpu, gpu
+
+
+def test_cli_accepts_several_campaigns_and_analyses_them_together(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    cpu, gpu = build_cpu_gpu_campaigns(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    assert cli_main(["--campaign", str(cpu), "--campaign", str(gpu)]) == 0
+    out = tmp_path / "reports" / "cpu+gpu"  # the default: the campaigns' names joined by '+'
+    md = (out / "report.md").read_text(encoding="utf-8")
+    assert md.startswith("# Reproduction report: cpu+gpu")
+    assert f"Campaign folders `{cpu}`, `{gpu}`: 8 runs" in md
+    # keras: (101 + 102) / 2 = 101.5 s on CPU vs (11 + 12) / 2 = 11.5 s on GPU: 8.83x.
+    assert f"| cnn-mnist | keras | 101.5 | 11.50 | {101.5 / 11.5:.3g}× |" in md
+    assert "derived: CPU 360 s / GPU 63 s" in md
+    claim2 = next(line for line in md.splitlines() if line.startswith("| 2 | DLBench"))
+    assert "**reproduced**" in claim2 and "2 of 2 pairs" in claim2
+    claim6 = next(line for line in md.splitlines() if line.startswith("| 6 | DLBench"))
+    assert "**reproduced**" in claim6 and "GPU 97.0 % vs CPU 12.0 %" in claim6
+    claim9 = next(line for line in md.splitlines() if line.startswith("| 9 | DLBench"))
+    assert "**reproduced**" in claim9 and "0.00 pp over 3 epochs" in claim9
+    assert "cuda=12.4, cudnn=9.1" in md and "Fake GPU 16GB" in md and "sha256:efef" in md
+    figures = {p.name for p in (out / "figures").iterdir()}
+    assert {"utilization_cpu.png", "utilization_gpu.png"} <= figures

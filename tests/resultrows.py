@@ -1,0 +1,24 @@
+"""Hand-made run-table rows for tests of the claims, transfer and significance checks.
+
+The rows carry only the run-table columns (analysis.aggregate.RUN_COLUMNS) those checks read, with
+values chosen by the test, so expected results can be computed by hand.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def row(fw: str, wl: str, device: str = "cpu", repeat: int = 1, *, time: float | None = 100.0,
+        acc: float | None = 90.0, cpu: float | None = 50.0, mem: float | None = 500.0, gpu: float | None = None,
+        status: str = "ok", cause: str | None = None, profile: str = "paper", data_source: str = "real",
+        batch: int = 128, lr: float = 0.01) -> dict[str, Any]:
+    """One run-table row with the columns the checks read (accuracy in percent, as the run table)."""
+    return {
+        "run_id": f"{fw}-{wl}-{device}-b{batch}-lr{lr:g}-r{repeat}", "framework": fw, "workload": wl,
+        "device": device, "runner": "local", "profile": profile, "data_source": data_source, "repeat": repeat,
+        "status": status, "failure_cause": cause if status != "ok" else None,
+        "training_time_s": time if status == "ok" else None, "test_accuracy": acc if status == "ok" else None,
+        "cpu_util_mean_pct": cpu, "mem_mean_mb": mem, "mem_peak_mb": mem, "gpu_util_mean_pct": gpu,
+        "epochs_planned": 3, "batch_size": batch, "learning_rate": lr,
+    }
