@@ -9,7 +9,7 @@ HOST_ENV   := .venv/host
 HOSTPY     := $(HOST_ENV)/bin/python
 
 # What to run (override on the command line: make cpu-cnn FRAMEWORKS="pytorch keras" REPEATS=3)
-FRAMEWORKS ?= pytorch keras
+FRAMEWORKS ?= tensorflow keras pytorch mxnet chainer
 PROFILE    ?= paper
 REPEATS    ?= 5
 RUNNER     ?= local
@@ -49,6 +49,7 @@ $(HOST_ENV)/.complete: images/host/requirements.txt
 
 host: $(HOST_ENV)/.complete
 
+demo: FRAMEWORKS = pytorch keras
 demo: PROFILE = quick
 demo: REPEATS = 2
 demo: DATA = synthetic
@@ -68,12 +69,22 @@ lint: host ## ruff
 	$(HOSTPY) -m ruff check .
 
 LOCK_ENV := .venv/lock
+LOCK_FLAGS := --generate-hashes --allow-unsafe --no-emit-find-links --no-emit-index-url --strip-extras
 lock: ## re-resolve every images/*/*/requirements.in into its hash-locked requirements.txt
 	@rm -rf $(LOCK_ENV) && $(PYTHON) -m venv $(LOCK_ENV) && $(LOCK_ENV)/bin/python -m pip install -q pip-tools
-	@for req in images/*/*/requirements.in; do \
-	  echo "locking $$req"; \
-	  $(LOCK_ENV)/bin/pip-compile -q --generate-hashes --allow-unsafe --no-emit-find-links --no-emit-index-url \
-	    --strip-extras --custom-compile-command "make lock" --output-file "$${req%.in}.txt" "$$req"; \
+	@# A folder with build-requirements.in (an sdist built at install time, e.g. chainer) locks its build
+	@# tools first and resolves without build isolation, with those tools installed.
+	@export CUSTOM_COMPILE_COMMAND="make lock"; for dir in images/*/*/; do \
+	  iso=; \
+	  if [ -f "$$dir/build-requirements.in" ]; then \
+	    echo "locking $${dir}build-requirements.in"; \
+	    $(LOCK_ENV)/bin/pip-compile -q $(LOCK_FLAGS) --output-file "$${dir}build-requirements.txt" \
+	      "$${dir}build-requirements.in"; \
+	    $(LOCK_ENV)/bin/pip install -q --require-hashes --no-deps -r "$${dir}build-requirements.txt"; \
+	    iso=--no-build-isolation; \
+	  fi; \
+	  echo "locking $${dir}requirements.in"; \
+	  $(LOCK_ENV)/bin/pip-compile -q $(LOCK_FLAGS) $$iso --output-file "$${dir}requirements.txt" "$${dir}requirements.in"; \
 	done
 
 bench-overhead: host ## measure the monitor's overhead, own cost and cadence (about 10 minutes)

@@ -136,6 +136,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         if argv[0] == "run":
+            from bench import threads
+
+            threads.pin_from_argv(argv)  # before bench.run imports NumPy and the framework
             from bench.run import main as run_main
 
             return run_main(argv[1:])

@@ -96,5 +96,6 @@ def load(folder: Path, train_subset: int | None = None, test_subset: int | None 
             idx = _subset(n, k)
             for key in keys:
                 arr = npz[key]
-                getattr(data, split)[key[: -len(split) - 1]] = arr if idx is None else arr[idx]
+                # Only per-example arrays are subset; others (PTB's token stream) are kept whole.
+                getattr(data, split)[key[: -len(split) - 1]] = arr if idx is None or len(arr) != n else arr[idx]
     return data

@@ -43,6 +43,11 @@ BASE_PYTHON_VAR = "DLREPRO_PYTHON"
 # Extra pip arguments for installing the locks, e.g. "--find-links DIR" or "--extra-index-url URL"
 # where a pinned file (torch's +cpu build) is not on the default index.
 PIP_ARGS_VAR = "DLREPRO_PIP_ARGS"
+# Optional files beside a lock whose packages include an sdist that is built at install time
+# (chainer): BUILD_LOCK_NAME, hash-locked build tools installed first, and PIP_ARGS_FILE, extra
+# pip options for the lock itself (e.g. --no-build-isolation, so the build uses those tools).
+BUILD_LOCK_NAME = "build-requirements.txt"
+PIP_ARGS_FILE = "pip-install-args"
 # Framework and era names become folder names; nothing else may sneak into a path.
 _NAME = re.compile(r"[a-z0-9][a-z0-9_.-]*")
 
@@ -98,6 +103,18 @@ def _read_lock(framework: str, era: str) -> tuple[Path, bytes]:
             f"run 'make lock' to generate it from requirements.in, or pick a locked one ({have})",
         )
     return path, path.read_bytes()
+
+
+def _env_sha256(lock: Path, data: bytes) -> str:
+    """The environment's identity: the lock's sha256, folding in the build lock and pip options
+    beside it when present, so changing either also gives a new environment."""
+    digest = hashlib.sha256(data)
+    extras = [lock.with_name(n) for n in (BUILD_LOCK_NAME, PIP_ARGS_FILE) if lock.with_name(n).is_file()]
+    if not extras:
+        return digest.hexdigest()  # plain locks: exactly the file's sha256
+    for extra in extras:
+        digest.update(b"\0" + extra.name.encode() + b"\0" + extra.read_bytes())
+    return digest.hexdigest()
 
 
 def _lock_python(lock_text: str) -> str | None:
@@ -167,15 +184,16 @@ def _build(env_dir: Path, lock: Path, sha: str, base_python: str, log: Path) -> 
     python = env_dir / "bin" / "python"
     # --no-deps: the lock is complete, so nothing outside it may be pulled in;
     # --require-hashes: every file must match the hash it was locked with.
-    _run_logged(
-        [
-            str(python), "-m", "pip", "install", "--require-hashes", "--no-deps",
-            "--no-input", "--disable-pip-version-check", *shlex.split(os.environ.get(PIP_ARGS_VAR, "")),
-            "-r", str(lock),
-        ],
-        log,
-        f"installing {_show(lock)}",
-    )
+    pip = [
+        str(python), "-m", "pip", "install", "--require-hashes", "--no-deps",
+        "--no-input", "--disable-pip-version-check", *shlex.split(os.environ.get(PIP_ARGS_VAR, "")),
+    ]
+    build_lock = lock.with_name(BUILD_LOCK_NAME)
+    if build_lock.is_file():
+        _run_logged([*pip, "-r", str(build_lock)], log, f"installing {_show(build_lock)}")
+    args_file = lock.with_name(PIP_ARGS_FILE)
+    extra = shlex.split(args_file.read_text(), comments=True) if args_file.is_file() else []
+    _run_logged([*pip, *extra, "-r", str(lock)], log, f"installing {_show(lock)}")
     # The lock must satisfy its own dependency metadata; a broken lock fails here, not mid-run.
     _run_logged([str(python), "-m", "pip", "check"], log, "checking the installed packages (pip check)")
     (env_dir / MARKER).write_text(sha + "\n")
@@ -190,7 +208,7 @@ def ensure_env(framework: str, era: str = "current") -> EnvInfo:
     if not _NAME.fullmatch(framework) or not _NAME.fullmatch(era):
         raise UsageError(f"bad environment name {framework!r}/{era!r}", "use names like 'keras'/'current'")
     lock, data = _read_lock(framework, era)
-    sha = hashlib.sha256(data).hexdigest()
+    sha = _env_sha256(lock, data)
     name = f"{framework}-{era}-{sha[:12]}"
     env_dir = venv_root() / name
     info = EnvInfo(name=name, python=env_dir / "bin" / "python", lock_path=lock, lock_sha256=sha)

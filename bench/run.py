@@ -23,7 +23,7 @@ import time
 import traceback
 from pathlib import Path
 
-from bench import dataset, frameworks, schema, spec
+from bench import dataset, frameworks, schema, spec, threads
 from bench.frameworks import NonFiniteLoss
 from bench.gpu import probe as gpu_probe
 
@@ -33,7 +33,6 @@ TIMING_DEFINITION = (
     "before epoch 1. The DLBench notebooks' wall time = training_time_s + eval_time_s."
 )
 
-THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MXNET_CPU_WORKER_NTHREADS")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -56,14 +55,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--no-monitor", dest="monitor", action="store_false",
                     help="train without the 1 s monitor (only to measure the monitor's own overhead)")
     return ap.parse_args(argv)
-
-
-def set_threads(threads: int | None) -> None:
-    """Pin every thread-pool knob the frameworks read, before any of them is imported."""
-    if threads:
-        os.environ["DLREPRO_THREADS"] = str(threads)
-        for var in THREAD_VARS:
-            os.environ[var] = str(threads)
 
 
 def seed_everything(seed: int) -> None:
@@ -224,7 +215,7 @@ def new_record(args: argparse.Namespace, wl: dict) -> dict:
 def main(argv: list[str] | None = None) -> int:
     """Run one training and write run.json; exit 0 if it succeeded, 1 if it failed (recorded)."""
     args = parse_args(argv)
-    set_threads(args.threads)
+    threads.pin(args.threads)  # again, for callers that import this module directly
     seed_everything(args.seed)
     args.out.mkdir(parents=True, exist_ok=True)
     wl = spec.load(args.workload, args.profile)

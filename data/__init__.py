@@ -2,7 +2,8 @@
 
 Run ``python -m data --help`` from the repo root. Public API (other code imports these modules):
 
-- data.manifest:  load_manifest(path=None) -> Manifest; Manifest.from_dict(dict); FileSpec, DatasetSpec
+- data.manifest:  load_manifest(path=None) -> Manifest; Manifest.from_dict(dict); FileSpec, DatasetSpec;
+                  UNVERIFIED (a sha256 no public source pins: refused until the user pins one)
 - data.download:  download(dataset, root, *, mirror=None, manifest=None, retries=2, timeout=60.0,
                   progress=True) -> raw folder; fetch_file(...); candidate_urls(...)
 - data.prepare:   prepare(dataset, raw, out, *, source="real", manifest=None, force=False,
@@ -10,9 +11,12 @@ Run ``python -m data --help`` from the repo root. Public API (other code imports
 - data.synthetic: make_synthetic(dataset, root, *, sizes=None, seed=0, progress=True) -> prepared folder;
                   generate(dataset, root, *, sizes=None, seed=0, progress=False) -> raw folder;
                   GENERATORS {name: writer(raw, n_train, n_test, seed)}, imdb_archive_bytes(...)
-- data.formats:   read_idx(path), parse_idx(bytes), idx_bytes(array), RawFormatError
+- data.formats:   read_idx(path), parse_idx(bytes), idx_bytes(array), read_tar_members, tar_add, RawFormatError
 - data.text:      tokenize(text) (the IMDB tokenizer)
 - data.paths:     raw_dir(root, dataset, source="real"), prepared_dir (from bench.dataset)
+- data.cifar, data.svhn, data.ptb, data.manythings: one module per dataset, each with its prepare
+                  function (registered in data.prepare.PREPARERS) and synthetic writer (in
+                  data.synthetic.GENERATORS); data.digits draws the synthetic digits (MNIST, SVHN)
 
-Only the standard library and numpy are needed.
+Only the standard library and numpy are needed, and scipy for SVHN's .mat files (imported only there).
 """

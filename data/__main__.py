@@ -103,8 +103,11 @@ def _list(manifest: Manifest, root: Path) -> None:
         have = sum((raw_dir(root, name) / f.name).is_file() for f in spec.files)
         ready = [src for src in SOURCES if (prepared_dir(root, name, src) / META_FILE).is_file()]
         files = f"{len(spec.files)} file{'s' if len(spec.files) != 1 else ''}"
-        print(f"{name:10} {files}, {size / 1e6:.1f} MB; downloaded {have}/{len(spec.files)}; "
-              f"prepared: {', '.join(ready) or 'none'}")
+        unpinned = [f.name for f in spec.files if not f.pinned]
+        pins = f"; sha256 NOT PINNED for {', '.join(unpinned)}" if unpinned else ""
+        megabytes = f"{size / 1e6:.1f} MB" if all(f.size is not None for f in spec.files) else "size not pinned"
+        print(f"{name:10} {files}, {megabytes}; downloaded {have}/{len(spec.files)}; "
+              f"prepared: {', '.join(ready) or 'none'}{pins}")
         if spec.description:
             print(f"{'':10} {spec.description}")
 

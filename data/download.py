@@ -30,7 +30,7 @@ from typing import Any
 
 from bench.errors import UsageError
 from data.fsutil import sha256_file
-from data.manifest import FileSpec, Manifest, as_manifest
+from data.manifest import FileSpec, Manifest, as_manifest, unpinned_error
 from data.paths import raw_dir
 
 MIRROR_ENV = "DLREPRO_MIRROR"
@@ -85,6 +85,9 @@ def download(
     the next source is tried. Raises UsageError (one line: what failed and the fix).
     """
     spec = as_manifest(manifest).get(dataset)
+    for file in spec.files:  # refuse before fetching anything, rather than after the pinned files
+        if not file.pinned:
+            raise unpinned_error(dataset, file)
     dest = raw_dir(root, dataset)
     for file in spec.files:
         fetch_file(dataset, file, dest, mirror=mirror, retries=retries, timeout=timeout, progress=progress)
@@ -101,7 +104,13 @@ def fetch_file(
     timeout: float = 60.0,
     progress: bool = True,
 ) -> Path:
-    """Make ``dest_dir/<spec.name>`` exist with the expected sha256; return its path."""
+    """Make ``dest_dir/<spec.name>`` exist with the expected sha256; return its path.
+
+    A file the manifest does not pin (sha256 "unverified") is refused: without a digest nothing
+    could tell a good copy from a changed or corrupt one.
+    """
+    if not spec.pinned:
+        raise unpinned_error(dataset, spec)
     dest_dir = Path(dest_dir)
     _mkdir(dest_dir)
     final = dest_dir / spec.name

@@ -2,6 +2,10 @@
 
 IDX (MNIST): a 4-byte magic ``00 00 <type> <ndim>``, ``ndim`` big-endian uint32 sizes, then the
 values, big-endian, row-major. Usually gzip-compressed. http://yann.lecun.com/exdb/mnist/
+
+Tar archives (IMDB, CIFAR): members are read straight from the archive, never extracted, so a
+hostile member name cannot write outside the data root; synthetic archives are written with
+fixed metadata so the same content gives the same bytes.
 """
 
 from __future__ import annotations
@@ -9,7 +13,9 @@ from __future__ import annotations
 import gzip
 import io
 import struct
+import tarfile
 import zlib
+from collections.abc import Collection
 from pathlib import Path
 
 import numpy as np
@@ -82,3 +88,38 @@ def gzip_bytes(data: bytes, inner_name: str, level: int = 6) -> bytes:
     with gzip.GzipFile(filename=inner_name, mode="wb", fileobj=buf, mtime=0, compresslevel=level) as gz:
         gz.write(data)
     return buf.getvalue()
+
+
+def read_tar_members(archive: Path, names: Collection[str]) -> dict[str, bytes]:
+    """The bytes of the regular files called ``names`` in a tar archive (any compression).
+
+    A leading ``./`` of a member name is ignored; other members are skipped without being read.
+    RawFormatError when the archive is unreadable or a named member is missing.
+    """
+    archive = Path(archive)
+    wanted, found = set(names), {}
+    try:
+        with tarfile.open(archive, "r:*") as tar:
+            for member in tar:
+                name = member.name.removeprefix("./")
+                if name in wanted and member.isfile():
+                    handle = tar.extractfile(member)
+                    found[name] = handle.read() if handle else b""
+    except (tarfile.TarError, EOFError, zlib.error, OSError) as err:
+        raise RawFormatError(f"{archive.name} is not a readable tar archive ({err or 'truncated'})") from None
+    missing = sorted(wanted - set(found))
+    if missing:
+        raise RawFormatError(f"{archive.name} lacks {', '.join(missing)}")
+    return found
+
+
+def tar_add(tar: tarfile.TarFile, name: str, data: bytes | None = None) -> None:
+    """Add a file (or a folder when data is None) with fixed metadata, for reproducible bytes."""
+    info = tarfile.TarInfo(name)
+    info.mtime, info.uid, info.gid, info.uname, info.gname = 1_300_000_000, 0, 0, "", ""
+    if data is None:
+        info.type, info.mode = tarfile.DIRTYPE, 0o755
+        tar.addfile(info)
+    else:
+        info.size, info.mode = len(data), 0o644
+        tar.addfile(info, io.BytesIO(data))

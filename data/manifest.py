@@ -18,6 +18,9 @@ from bench.errors import UsageError
 
 MANIFEST_FILE = Path(__file__).with_name("manifest.toml")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
+# The sha256 of a file no public source pins (it changes upstream): such a file is listed, with its
+# sources, but download and prepare refuse it until a user pins the digest of their own copy.
+UNVERIFIED = "unverified"
 
 
 @dataclass(frozen=True)
@@ -28,6 +31,11 @@ class FileSpec:
     sha256: str
     size: int | None
     urls: tuple[str, ...]
+
+    @property
+    def pinned(self) -> bool:
+        """Whether the manifest gives a digest (False for sha256 = "unverified")."""
+        return self.sha256 != UNVERIFIED
 
 
 @dataclass(frozen=True)
@@ -96,8 +104,8 @@ def _file(entry: Mapping[str, Any], mirrors: list[str], where: str) -> FileSpec:
     if not name or "/" in name or "\\" in name or name in (".", ".."):
         raise UsageError(f"{where} has a file with a bad name {name!r}", "use the published file name")
     sha = str(entry.get("sha256", "")).lower()
-    if not _SHA256.match(sha):
-        raise UsageError(f"{where}: file {name} has no valid sha256", "give 64 hex digits")
+    if not _SHA256.match(sha) and sha != UNVERIFIED:
+        raise UsageError(f"{where}: file {name} has no valid sha256", f"give 64 hex digits (or '{UNVERIFIED}')")
     size = entry.get("size")
     if size is not None and (not isinstance(size, int) or size < 0):
         raise UsageError(f"{where}: file {name} has a bad size {size!r}", "give bytes as an integer, or omit")
@@ -125,3 +133,14 @@ def as_manifest(manifest: Manifest | Mapping[str, Any] | None) -> Manifest:
     if isinstance(manifest, Manifest):
         return manifest
     return Manifest.from_dict(manifest)
+
+
+def unpinned_error(dataset: str, spec: FileSpec) -> UsageError:
+    """The error for using a file whose sha256 the manifest does not pin (one line, with the fix)."""
+    return UsageError(
+        f"{dataset}/{spec.name} has no pinned sha256 in the manifest (it says '{UNVERIFIED}': the file changes "
+        "upstream and no public source confirms a digest)",
+        f"get your copy (e.g. {spec.urls[0] if spec.urls else 'from the dataset homepage'}), check it, and pin "
+        f"its sha256 (sha256sum {spec.name}) in data/manifest.toml or a --manifest copy; then rerun, with "
+        "--mirror BASE serving BASE/<dataset>/<file> if the hosts are unreachable",
+    )

@@ -13,6 +13,9 @@ from pathlib import Path
 
 import numpy as np
 
+# What a prepare function returns besides its meta: arrays.npz members by key (x_train, y_test, ...).
+Arrays = dict[str, np.ndarray]
+
 _EPOCH = (1980, 1, 1, 0, 0, 0)  # the earliest time a zip entry can carry
 
 

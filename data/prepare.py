@@ -1,9 +1,11 @@
 """Raw files -> the prepared format of bench/dataset.py (arrays.npz + meta.json).
 
 One prepare function per dataset, registered in PREPARERS under the name the manifest's
-``prepare`` key uses. Each returns the arrays and dataset-specific meta; :func:`prepare` does
-the rest the same way for all: checks the raw files, skips when already up to date, writes the
-folder atomically, and records sha256s. Real and synthetic data go through the same code.
+``prepare`` key uses. MNIST and IMDB are here; CIFAR-10/100, SVHN, PTB and spa-eng live in their
+own modules (data/cifar.py, svhn.py, ptb.py, manythings.py, each with its synthetic writer).
+Each returns the arrays and dataset-specific meta; :func:`prepare` does the rest the same way for
+all: checks the raw files, skips when already up to date, writes the folder atomically, and
+records sha256s. Real and synthetic data go through the same code.
 """
 
 from __future__ import annotations
@@ -22,13 +24,11 @@ import numpy as np
 
 from bench.dataset import ARRAYS_FILE, FORMAT_VERSION, META_FILE, check_source
 from bench.errors import UsageError
-from data import text
+from data import cifar, manythings, ptb, svhn, text
 from data.formats import RawFormatError, read_idx
 from data.fsutil import atomic_folder, sha256_file
-from data.manifest import DatasetSpec, Manifest, as_manifest
-from data.npz import write_npz
-
-Arrays = dict[str, np.ndarray]
+from data.manifest import DatasetSpec, Manifest, as_manifest, unpinned_error
+from data.npz import Arrays, write_npz
 
 # ---------------------------------------------------------------- MNIST
 
@@ -141,6 +141,11 @@ class Preparer:
 PREPARERS: dict[str, Preparer] = {
     "mnist": Preparer(prepare_mnist, version=1),
     "imdb": Preparer(prepare_imdb, version=1),
+    "cifar10": Preparer(cifar.prepare_cifar10, version=1),
+    "cifar100": Preparer(cifar.prepare_cifar100, version=1),
+    "svhn": Preparer(svhn.prepare_svhn, version=1),
+    "ptb": Preparer(ptb.prepare_ptb, version=1),
+    "manythings": Preparer(manythings.prepare_manythings, version=1),
 }
 
 
@@ -213,6 +218,8 @@ def is_up_to_date(out: Path, dataset: str, source: str, raw_files: dict[str, str
 def _raw_sha256s(spec: DatasetSpec, raw: Path, source: str, redo: str) -> dict[str, str]:
     digests = {}
     for file in spec.files:
+        if source == "real" and not file.pinned:
+            raise unpinned_error(spec.name, file)
         path = raw / file.name
         if not path.is_file():
             raise UsageError(f"{path} is missing", redo)

@@ -9,6 +9,9 @@
   words and a long tail of made-up words (Zipf-like frequencies), with sentiment words of the
   review's class (and some of the other class) mixed in; 20-700 words, ``<br /><br />`` between
   paragraphs. Default 5000 / 5000 reviews, half positive.
+- cifar10, cifar100, svhn, ptb, manythings: written by data/cifar.py, svhn.py, ptb.py and
+  manythings.py (see there); registered here. For ptb the sizes are lines (train, and each of
+  valid and test); for manythings, train + test is the number of pairs, which prepare splits 4:1.
 
 Everything is a pure function of the sizes and the seed: same arguments, same bytes. The files
 go to <root>/synthetic/raw/<dataset>/ and are prepared by data/prepare.py, like real data, into
@@ -29,75 +32,26 @@ import numpy as np
 
 from bench.atomic import write_bytes as write_bytes_atomic
 from bench.errors import UsageError
-from data.formats import gzip_bytes, idx_bytes
+from data import cifar, manythings, ptb, svhn
+from data.digits import render_digits
+from data.formats import gzip_bytes, idx_bytes, tar_add
 from data.paths import prepared_dir, raw_dir
 from data.prepare import IMDB_ARCHIVE, MNIST_FILES, prepare
 
 GENERATOR_VERSION = 2  # 2: denser sentiment words, shorter reviews (the demo LSTM learns)
 STAMP_FILE = "synthetic.json"
-DEFAULT_SIZES: dict[str, tuple[int, int]] = {"mnist": (60000, 10000), "imdb": (5000, 5000)}
+# The new datasets' defaults are small enough to generate in seconds (the real ones are 2-5x larger).
+DEFAULT_SIZES: dict[str, tuple[int, int]] = {
+    "mnist": (60000, 10000),
+    "imdb": (5000, 5000),
+    "cifar10": (10000, 2000),
+    "cifar100": (10000, 2000),
+    "svhn": (10000, 2000),
+    "ptb": (10000, 1000),
+    "manythings": (8000, 2000),
+}
 
 # ---------------------------------------------------------------- MNIST-like digits
-
-_TAU = 2 * np.pi
-
-
-def _arc(cx: float, cy: float, rx: float, ry: float, start: float, stop: float, n: int = 10) -> list:
-    """Points on an ellipse arc (angles in turns, 0 = right, 0.25 = down)."""
-    t = np.linspace(start, stop, n) * _TAU
-    return list(zip(cx + rx * np.cos(t), cy + ry * np.sin(t)))
-
-
-# Strokes of each digit in a unit box (x right, y down): a list of polylines.
-_STROKES: dict[int, list[list[tuple[float, float]]]] = {
-    0: [_arc(0.5, 0.5, 0.32, 0.46, 0, 1, 16)],
-    1: [[(0.35, 0.2), (0.55, 0.04), (0.55, 0.96)]],
-    2: [_arc(0.5, 0.3, 0.3, 0.25, 0.55, 1.08, 8) + [(0.15, 0.95), (0.88, 0.95)]],
-    3: [_arc(0.48, 0.28, 0.3, 0.22, 0.6, 1.25, 8), _arc(0.48, 0.72, 0.33, 0.25, 0.75, 1.4, 8)],
-    4: [[(0.62, 0.96), (0.62, 0.04), (0.1, 0.66), (0.9, 0.66)]],
-    5: [[(0.82, 0.05), (0.28, 0.05), (0.22, 0.44)] + _arc(0.5, 0.68, 0.32, 0.28, 0.62, 1.3, 9)],
-    6: [[(0.72, 0.04), (0.3, 0.45)] + _arc(0.5, 0.7, 0.27, 0.26, 0.5, 1.5, 12)],
-    7: [[(0.12, 0.06), (0.88, 0.06), (0.42, 0.96)]],
-    8: [_arc(0.5, 0.27, 0.25, 0.23, 0.25, 1.25, 12), _arc(0.5, 0.72, 0.3, 0.25, -0.25, 0.75, 12)],
-    9: [_arc(0.5, 0.3, 0.28, 0.26, 0, 1, 12), [(0.78, 0.3), (0.62, 0.96)]],
-}
-# Centres of the 32x32 canvas' pixels as (x, y), the points whose distance to the strokes is ink.
-_PIXELS = np.stack(np.meshgrid(np.arange(32) + 0.5, np.arange(32) + 0.5), -1).reshape(-1, 2)
-_PIXELS = _PIXELS.astype(np.float32)
-
-
-def _segments(digit: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Control points of a digit and the (start, end) point index of each stroke segment."""
-    points, starts, ends = [], [], []
-    for line in _STROKES[digit]:
-        base = len(points)
-        points += line
-        starts += range(base, base + len(line) - 1)
-        ends += range(base + 1, base + len(line))
-    return np.asarray(points, dtype=np.float32), np.asarray(starts), np.asarray(ends)
-
-
-def _render_variants(digit: int, count: int, rng: np.random.Generator) -> np.ndarray:
-    """``count`` randomly deformed renderings of a digit, float32 (count, 32, 32) in [0, 1].
-
-    32x32 with the 20x20 digit box centred, so a shift of up to 2 pixels can be cut out later.
-    """
-    points, starts, ends = _segments(digit)
-    pts = points[None] + rng.normal(0, 0.03, (count, len(points), 2)).astype(np.float32)
-    # Random slant, width and height, then into the 20x20 box centred at (16, 16).
-    slant = rng.uniform(-0.35, 0.25, count)[:, None]
-    sx, sy = rng.uniform(0.7, 1.05, count)[:, None], rng.uniform(0.85, 1.05, count)[:, None]
-    x = (pts[..., 0] - 0.5) * sx + (pts[..., 1] - 0.5) * slant
-    y = (pts[..., 1] - 0.5) * sy
-    pts = np.stack([16 + 20 * x, 16 + 20 * y], -1).astype(np.float32)
-    a, b = pts[:, starts][:, :, None], pts[:, ends][:, :, None]  # (count, segs, 1, 2)
-    ab = b - a
-    ap = _PIXELS - a  # (count, segs, 1024, 2)
-    t = np.clip((ap * ab).sum(-1) / np.maximum((ab * ab).sum(-1), 1e-6), 0, 1)
-    dist = np.sqrt(((ap - t[..., None] * ab) ** 2).sum(-1).min(axis=1))  # distance to the nearest stroke
-    width = rng.uniform(1.4, 2.8, count)[:, None]
-    ink = np.clip(width / 2 + 0.5 - dist, 0, 1) * rng.uniform(0.8, 1.0, count)[:, None]
-    return ink.reshape(count, 32, 32).astype(np.float32)
 
 
 def mnist_arrays(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -105,7 +59,7 @@ def mnist_arrays(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarr
     # Up to 128 stroke variants per class (fewer for tiny sets, which keeps the tests fast);
     # with 25 shifts and noise that is thousands of distinct images per class.
     variants_per_class = int(np.clip(n // 20, 8, 128))
-    pool = np.concatenate([_render_variants(d, variants_per_class, rng) for d in range(10)])
+    pool = np.concatenate([render_digits(d, variants_per_class, rng) for d in range(10)])
     labels = rng.integers(0, 10, n).astype(np.uint8)
     pick = labels.astype(np.int64) * variants_per_class + rng.integers(0, variants_per_class, n)
     dy, dx = rng.integers(0, 5, n), rng.integers(0, 5, n)  # top-left corner of the 28x28 cut
@@ -243,41 +197,29 @@ class _ReviewWriter:
         return [" ".join(words[a:b]) for a, b in itertools.pairwise(bounds)]
 
 
-def _tar_add(tar: tarfile.TarFile, name: str, data: bytes | None = None) -> None:
-    """Add a file (or a folder when data is None) with fixed metadata, for reproducible bytes."""
-    info = tarfile.TarInfo(name)
-    info.mtime, info.uid, info.gid, info.uname, info.gname = 1_300_000_000, 0, 0, "", ""
-    if data is None:
-        info.type, info.mode = tarfile.DIRTYPE, 0o755
-        tar.addfile(info)
-    else:
-        info.size, info.mode = len(data), 0o644
-        tar.addfile(info, io.BytesIO(data))
-
-
 def imdb_archive_bytes(n_train: int, n_test: int, seed: int = 0) -> bytes:
     """The bytes of a synthetic aclImdb_v1.tar.gz (half positive, half negative per split)."""
     rng = np.random.default_rng([seed, 0x1ADB])
     writer = _ReviewWriter(rng)
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w", format=tarfile.GNU_FORMAT) as tar:
-        _tar_add(tar, "aclImdb")
-        _tar_add(tar, "aclImdb/README", b"Synthetic IMDB-format reviews (dlrepro data/synthetic.py).\n")
-        _tar_add(tar, "aclImdb/imdb.vocab", "\n".join(writer.words()).encode() + b"\n")
+        tar_add(tar, "aclImdb")
+        tar_add(tar, "aclImdb/README", b"Synthetic IMDB-format reviews (dlrepro data/synthetic.py).\n")
+        tar_add(tar, "aclImdb/imdb.vocab", "\n".join(writer.words()).encode() + b"\n")
         for split, n in (("train", n_train), ("test", n_test)):
-            _tar_add(tar, f"aclImdb/{split}")
+            tar_add(tar, f"aclImdb/{split}")
             labels = (np.arange(n) < (n + 1) // 2).astype(np.int64)  # the first half positive
             texts = writer.reviews(labels)
             ratings = np.where(labels == 1, rng.integers(7, 11, n), rng.integers(1, 5, n))
             for label, folder in ((1, "pos"), (0, "neg")):
-                _tar_add(tar, f"aclImdb/{split}/{folder}")
+                tar_add(tar, f"aclImdb/{split}/{folder}")
                 for i, k in enumerate(np.flatnonzero(labels == label)):
-                    _tar_add(tar, f"aclImdb/{split}/{folder}/{i}_{ratings[k]}.txt", texts[k].encode("utf-8"))
+                    tar_add(tar, f"aclImdb/{split}/{folder}/{i}_{ratings[k]}.txt", texts[k].encode("utf-8"))
         # Unlabelled reviews exist in the real archive; prepare must skip them.
-        _tar_add(tar, "aclImdb/train/unsup")
+        tar_add(tar, "aclImdb/train/unsup")
         unsup = writer.reviews(rng.integers(0, 2, min(20, n_train // 10 + 1)))
         for i, body in enumerate(unsup):
-            _tar_add(tar, f"aclImdb/train/unsup/{i}_0.txt", body.encode("utf-8"))
+            tar_add(tar, f"aclImdb/train/unsup/{i}_0.txt", body.encode("utf-8"))
     return gzip_bytes(buf.getvalue(), IMDB_ARCHIVE.removesuffix(".gz"), level=6)
 
 
@@ -293,6 +235,11 @@ def write_imdb(raw: Path, n_train: int, n_test: int, seed: int = 0) -> list[Path
 GENERATORS: dict[str, Callable[[Path, int, int, int], list[Path]]] = {
     "mnist": write_mnist,
     "imdb": write_imdb,
+    "cifar10": cifar.write_cifar10,
+    "cifar100": cifar.write_cifar100,
+    "svhn": svhn.write_svhn,
+    "ptb": ptb.write_ptb,
+    "manythings": manythings.write_manythings,
 }
 
 

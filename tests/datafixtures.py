@@ -14,10 +14,22 @@ from pathlib import Path
 from typing import Self
 
 from data import synthetic
+from data.download import download
+from data.paths import prepared_dir
+from data.prepare import prepare
 
 # Small sizes keep every test fast; the generators are the same as for the demo data.
 MNIST_SIZES = (120, 40)
 IMDB_SIZES = (40, 20)
+# The other datasets' test sizes (ptb: lines of train, and of valid and test each; manythings:
+# train + test = pairs in the zip, which prepare splits 4:1).
+DATASET_SIZES: dict[str, tuple[int, int]] = {
+    "cifar10": (100, 40),
+    "cifar100": (200, 50),
+    "svhn": (100, 40),
+    "ptb": (300, 60),
+    "manythings": (160, 40),
+}
 
 
 class LoopbackServer:
@@ -153,3 +165,34 @@ def imdb_tar(reviews: dict[str, str]) -> bytes:
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
     return buf.getvalue()
+
+
+def synthetic_files(
+    folder: Path, dataset: str, sizes: tuple[int, int] | None = None, seed: int = 0
+) -> dict[str, bytes]:
+    """A dataset's synthetic raw files (DATASET_SIZES unless given), written under ``folder``: {name: bytes}."""
+    paths = synthetic.GENERATORS[dataset](folder / dataset, *(sizes or DATASET_SIZES[dataset]), seed)
+    return {p.name: p.read_bytes() for p in paths}
+
+
+def served(files: dict[str, bytes]) -> LoopbackServer:
+    """A loopback server with ``files`` at /a/<name> (enter it with ``with``)."""
+    return LoopbackServer({f"/a/{name}": data for name, data in files.items()})
+
+
+def fetch_and_prepare(dataset: str, manifest: dict, root: Path) -> Path:
+    """download() then prepare() one dataset with ``manifest``, quietly; the prepared folder."""
+    raw = download(dataset, root, manifest=manifest, progress=False, timeout=10)
+    return prepare(dataset, raw, prepared_dir(root, dataset), manifest=manifest, progress=False)
+
+
+def write_manifest_toml(path: Path, manifest: dict) -> Path:
+    """Write a manifest dict (as made by manifest_for) as a TOML file for --manifest."""
+    lines = []
+    for dataset, table in manifest["datasets"].items():
+        lines += [f"[datasets.{dataset}]", f"mirrors = {table['mirrors']!r}".replace("'", '"')]
+        for entry in table["files"]:
+            lines += [f"[[datasets.{dataset}.files]]", f'name = "{entry["name"]}"',
+                      f'sha256 = "{entry["sha256"]}"', f"size = {entry['size']}"]
+    path.write_text("\n".join(lines) + "\n")
+    return path

@@ -5,6 +5,9 @@ from pathlib import Path
 
 import pytest
 
+from bench.frameworks import known_frameworks
+from bench.spec import known_workloads
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -18,8 +21,10 @@ def error_lines(proc: subprocess.CompletedProcess) -> list[str]:
 
 
 @pytest.mark.parametrize("args, text", [
-    (["FRAMEWORKS=pytorch foo"], "error: unknown framework 'foo'; choose from: keras, pytorch (FRAMEWORKS=...)"),
-    (["WORKLOADS=cnn-foo"], "error: unknown workload 'cnn-foo'; choose from: cnn-mnist, lstm-imdb (WORKLOADS=...)"),
+    (["FRAMEWORKS=pytorch foo"],
+     f"error: unknown framework 'foo'; choose from: {', '.join(known_frameworks())} (FRAMEWORKS=...)"),
+    (["WORKLOADS=cnn-foo"],
+     f"error: unknown workload 'cnn-foo'; choose from: {', '.join(known_workloads())} (WORKLOADS=...)"),
     (["PROFILE=fast"],
      "error: unknown profile 'fast' for workload 'cnn-mnist'; choose from: paper, quick, smoke (PROFILE=...)"),
     (["REPEATS=many"], "error: REPEATS must be a positive whole number, got 'many'; set e.g. REPEATS=5"),

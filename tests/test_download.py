@@ -15,9 +15,10 @@ from data.formats import read_idx
 from data.manifest import load_manifest
 from data.paths import prepared_dir, raw_dir
 from data.prepare import prepare
-from tests.datafixtures import LoopbackServer, manifest_for, sha256, synthetic_raw
+from tests.datafixtures import LoopbackServer, manifest_for, sha256, synthetic_raw, write_manifest_toml
 
 DEAD = "http://127.0.0.1:9/"  # discard port: nothing listens, the connection is refused
+ALL_DATASETS = "cifar10, cifar100, imdb, manythings, mnist, ptb, svhn"
 
 
 @pytest.fixture(scope="module")
@@ -208,26 +209,15 @@ def test_progress_goes_to_stderr(tmp_path, server, raw_files, capsys, monkeypatc
 # ---------------------------------------------------------------- CLI
 
 
-def _write_manifest(path: Path, manifest: dict) -> Path:
-    lines = []
-    for dataset, table in manifest["datasets"].items():
-        lines += [f"[datasets.{dataset}]", f"mirrors = {table['mirrors']!r}".replace("'", '"')]
-        for entry in table["files"]:
-            lines += [f"[[datasets.{dataset}.files]]", f'name = "{entry["name"]}"',
-                      f'sha256 = "{entry["sha256"]}"', f"size = {entry['size']}"]
-    path.write_text("\n".join(lines) + "\n")
-    return path
-
-
 def test_cli_unknown_dataset(capsys):
     assert main(["download", "--datasets", "mnist", "x"]) == 2
-    assert capsys.readouterr().err == "error: unknown dataset 'x'; choose from: imdb, mnist\n"
+    assert capsys.readouterr().err == f"error: unknown dataset 'x'; choose from: {ALL_DATASETS}\n"
     assert main(["synthetic", "--datasets", "x"]) == 2
-    assert capsys.readouterr().err == "error: unknown dataset 'x'; choose from: imdb, mnist\n"
+    assert capsys.readouterr().err == f"error: unknown dataset 'x'; choose from: {ALL_DATASETS}\n"
 
 
 def test_cli_download_with_mirror(tmp_path, server, raw_files, capsys):
-    manifest = _write_manifest(tmp_path / "m.toml", manifest_for(raw_files, [DEAD]))
+    manifest = write_manifest_toml(tmp_path / "m.toml", manifest_for(raw_files, [DEAD]))
     root = tmp_path / "data"
     argv = ["download", "--datasets", "imdb", "--manifest", str(manifest), "--root", str(root), "-q"]
     assert main(argv + ["--mirror", server.url + "/m"]) == 0
@@ -239,7 +229,7 @@ def test_cli_download_with_mirror(tmp_path, server, raw_files, capsys):
 
 
 def test_cli_network_failure_is_one_line(tmp_path, raw_files, capsys):
-    manifest = _write_manifest(tmp_path / "m.toml", manifest_for(raw_files, [DEAD]))
+    manifest = write_manifest_toml(tmp_path / "m.toml", manifest_for(raw_files, [DEAD]))
     argv = ["download", "--datasets", "mnist", "--manifest", str(manifest), "--root", str(tmp_path), "-q"]
     assert main(argv) == 2
     err = capsys.readouterr().err

@@ -227,12 +227,16 @@ def test_real_source_requires_manifest_sha256(tmp_path, raw_files):
 
 def test_shipped_manifest_is_valid():
     manifest = load_manifest()
-    assert manifest.names() == ["imdb", "mnist"]
+    assert manifest.names() == ["cifar10", "cifar100", "imdb", "manythings", "mnist", "ptb", "svhn"]
     assert all(spec.prepare in prep.PREPARERS for spec in manifest.datasets.values())
+    assert sorted(synthetic.GENERATORS) == manifest.names()  # every dataset has synthetic data too
     assert manifest.get("mnist").file("t10k-labels-idx1-ubyte.gz").sha256 == (
         "f7ae60f92e00ec6debd23a6088c31dbd2371eca3ffa0defaefb259924204aec6")
-    assert all(url.startswith("https://") for spec in manifest.datasets.values()
-               for f in spec.files for url in f.urls)
+    # https first everywhere; plain http only as a later fallback (the sha256 check guards it).
+    for spec in manifest.datasets.values():
+        for f in spec.files:
+            assert f.urls[0].startswith("https://")
+            assert all(url.startswith(("https://", "http://")) for url in f.urls)
 
 
 # ---------------------------------------------------------------- synthetic

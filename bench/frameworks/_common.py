@@ -15,11 +15,13 @@ import numpy as np
 
 THREADS_VAR = "DLREPRO_THREADS"
 
-# Keys each layer type accepts, with defaults (None = required). Anything else is a spec error:
+# Keys that may stay None (not required): the activation (linear) and a pool's stride (= its size).
+OPTIONAL_KEYS = {"activation", "stride"}
+# Keys each layer type accepts, with defaults (None = required unless in OPTIONAL_KEYS). Anything else is a spec error:
 # silently ignoring a key would let two frameworks build different models from one spec.
 LAYER_KEYS: dict[str, dict[str, Any]] = {
     "conv2d": {"filters": None, "kernel": None, "activation": None, "padding": "valid", "stride": 1},
-    "maxpool2d": {"pool": None},
+    "maxpool2d": {"pool": None, "stride": None, "padding": "valid"},  # stride None = pool (no overlap)
     "dropout": {"rate": None},
     "flatten": {},
     "dense": {"units": None, "activation": None},
@@ -78,10 +80,13 @@ def model_layers(spec: dict) -> Model:
         if unknown:
             raise SpecError(f"layer {i} ({kind_of}): unknown keys {sorted(unknown)}")
         layer = {"type": kind_of, **allowed, **raw}
-        # activation defaults to None (linear); every other None default marks a required key.
-        missing = [k for k, v in allowed.items() if v is None and k != "activation" and layer[k] is None]
+        missing = [k for k, v in allowed.items() if v is None and k not in OPTIONAL_KEYS and layer[k] is None]
         if missing:
             raise SpecError(f"layer {i} ({kind_of}): missing {missing}")
+        if kind_of == "maxpool2d" and layer["stride"] is None:
+            layer["stride"] = layer["pool"]
+        if layer.get("padding") not in (None, "valid", "same"):
+            raise SpecError(f"layer {i} ({kind_of}): padding must be 'valid' or 'same'")
         layers.append(layer)
     last = layers[-1] if layers else {}
     if last.get("type") != "dense" or last.get("activation") not in (out_activation, None, "linear"):

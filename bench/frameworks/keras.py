@@ -62,7 +62,7 @@ def build_model(model: _common.Model, input_shape: tuple[int, ...], input_dtype:
                 )
             )
         elif kind == "maxpool2d":
-            stack.append(layers.MaxPooling2D(layer["pool"]))
+            stack.append(layers.MaxPooling2D(layer["pool"], strides=layer["stride"], padding=layer["padding"]))
         elif kind == "dropout":
             stack.append(layers.Dropout(layer["rate"]))
         elif kind == "flatten":

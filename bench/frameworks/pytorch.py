@@ -103,19 +103,23 @@ def build_model(model: _common.Model) -> SpecNet:
         if kind == "conv2d":
             c, h, w = _image_shape(shape, i, kind)
             k, stride = layer["kernel"], layer["stride"]
-            if layer["padding"] == "valid":
-                padding: int | str = 0
-                h, w = (h - k) // stride + 1, (w - k) // stride + 1
-            elif layer["padding"] == "same" and stride == 1:
-                padding = "same"
-            else:
-                raise _common.SpecError(f"layer {i}: padding {layer['padding']!r} with stride {stride}")
-            mods.append(nn.Conv2d(c, layer["filters"], k, stride=stride, padding=padding))
+            (h, top, bottom), (w, left, right) = (_window(n, k, stride, layer["padding"]) for n in (h, w))
+            if (top, left) == (bottom, right):
+                mods.append(nn.Conv2d(c, layer["filters"], k, stride=stride, padding=(top, left)))
+            else:  # TensorFlow's asymmetric 'same': the extra row/column of zeros goes after
+                mods.append(nn.ZeroPad2d((left, right, top, bottom)))
+                mods.append(nn.Conv2d(c, layer["filters"], k, stride=stride))
             shape = (layer["filters"], h, w)
         elif kind == "maxpool2d":
             c, h, w = _image_shape(shape, i, kind)
-            mods.append(nn.MaxPool2d(layer["pool"]))  # stride = pool, floor: same as Keras 'valid'
-            shape = (c, h // layer["pool"], w // layer["pool"])
+            pool, stride = layer["pool"], layer["stride"]
+            (h, top, bottom), (w, left, right) = (_window(n, pool, stride, layer["padding"]) for n in (h, w))
+            if (top, left) == (bottom, right):  # floor mode; its implicit padding is -inf
+                mods.append(nn.MaxPool2d(pool, stride=stride, padding=(top, left)))
+            else:  # PyTorch has no 'same' pooling: pad with -inf to TensorFlow's amounts, then pool
+                mods.append(nn.ConstantPad2d((left, right, top, bottom), float("-inf")))
+                mods.append(nn.MaxPool2d(pool, stride=stride))
+            shape = (c, h, w)
         elif kind == "dropout":
             mods.append(nn.Dropout(layer["rate"]))
         elif kind == "flatten":
@@ -138,6 +142,20 @@ def build_model(model: _common.Model) -> SpecNet:
         if activation not in (None, "linear"):
             mods.append(_ACTIVATIONS[activation]())
     return SpecNet(mods)
+
+
+def _window(size: int, window: int, stride: int, padding: str) -> tuple[int, int, int]:
+    """(output size, padding before, padding after) of a conv or pool along one axis.
+
+    'valid': no padding, floor((size - window) / stride) + 1. 'same': TensorFlow's rule,
+    ceil(size / stride) outputs, total padding max((out - 1) * stride + window - size, 0), the
+    smaller half before (so with stride > 1 or an even window the extra one goes after).
+    """
+    if padding == "valid":
+        return (size - window) // stride + 1, 0, 0
+    out = -(-size // stride)
+    total = max((out - 1) * stride + window - size, 0)
+    return out, total // 2, total - total // 2
 
 
 def _image_shape(shape: tuple[Any, ...], i: int, kind: str) -> tuple[int, int, int]:
