@@ -9,7 +9,7 @@ HOST_ENV   := .venv/host
 HOSTPY     := $(HOST_ENV)/bin/python
 
 # What to run (override on the command line: make cpu-cnn FRAMEWORKS="pytorch keras" REPEATS=3)
-FRAMEWORKS ?= tensorflow keras pytorch mxnet chainer
+FRAMEWORKS ?= tensorflow keras pytorch mxnet chainer theano
 PROFILE    ?= paper
 REPEATS    ?= 5
 RUNNER     ?= local

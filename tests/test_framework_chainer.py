@@ -7,36 +7,28 @@ first, then requirements.txt with the options in pip-install-args (--no-build-is
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-from bench import envs, spec
+from bench import envs
+from tests import frameworkcheck as check
+from tests.frameworkcheck import *  # noqa: F403  (frameworkcheck.__all__: the shared tests, run here)
+from tests.frameworkcheck import test_cnn_parameter_counts_equal_keras  # noqa: F401
 
-REPO = Path(__file__).resolve().parents[1]
 FRAMEWORK = "chainer"
-WORKLOADS = ("cnn-mnist", "lstm-imdb", "cnn-cifar10")
-# versions() key -> the package pinned for it in the lock.
-PINNED = {"chainer": "chainer", "numpy": "numpy"}
-# Trainable parameters in Keras' convention (keras.Model.count_params() of the same spec).
-KERAS_COUNTS = {
-    "cnn-mnist": 1_199_882,
-    "cnn-cifar10": 1_250_858,
-    "cnn-cifar100": 13_068_516,
-    "cnn-svhn": 6_724_266,
-    "lstm-imdb": 213_301,
-}
-IMAGE_DIR = REPO / "images" / FRAMEWORK / "current"
-
-
-def _lstm_units() -> int:
-    layers = spec.load("lstm-imdb")["model"]["layers"]
-    return next(layer["units"] for layer in layers if layer["type"] == "lstm")
+IMAGE_DIR = check.REPO / "images" / FRAMEWORK / "current"
+# Runs inside the chainer environment: builds each named spec (argv[1], comma-separated) without
+# training it and prints its parameter count.
+COUNT_SCRIPT = """
+import json, sys
+from bench import spec
+from bench.frameworks import _common, chainer as ch
+names = sys.argv[1].split(",")
+models = {n: ch.build_model(_common.model_layers(spec.load(n))) for n in names}
+print(json.dumps({n: int(sum(p.size for p in m.params())) for n, m in models.items()}))
+"""
 
 
 # -- the lock and the install steps (fast) -----------------------------------------------------
@@ -86,105 +78,34 @@ def test_build_lock_goes_first_and_pip_args_file_is_used(tmp_path, monkeypatch):
 
 
 # -- the probe in the chainer environment (slow) -----------------------------------------------
-def _env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(REPO), "DLREPRO_THREADS": "1"}
-
-
-@pytest.fixture(scope="module")
-def probe() -> dict:
-    """Probe output: {"workloads": {name: {...}}, "versions", "nan_raised", "nan_message"}."""
-    python = envs.ensure_env(FRAMEWORK).python
-    proc = subprocess.run(
-        [str(python), "-m", "bench.frameworks._probe", FRAMEWORK, "--workloads", ",".join(WORKLOADS)],
-        cwd=REPO, env=_env(), stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=900,
-    )
-    assert proc.returncode == 0, f"chainer probe failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}"
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
-    sys.stderr.write("probe seconds: " + ", ".join(f"{w}={r['seconds']}" for w, r in out["workloads"].items()) + "\n")
-    return out
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("workload", WORKLOADS)
-def test_loss_falls_and_accuracy_is_sane(probe, workload):
-    result = probe["workloads"][workload]
-    losses = result["losses"]
-    assert all(0 < loss < 10 for loss in losses), losses
-    assert losses[-1] < losses[0], f"{workload}: loss did not fall: {losses}"
-    assert 0.0 <= result["test_accuracy"] <= 1.0
-    assert all(0.0 <= acc <= 1.0 for acc in result["train_accuracy"])
-    # Dropout is off at test time (chainer.config.train False): two evaluations agree exactly.
-    assert result["test_accuracy"] == result["test_accuracy_again"]
-    if workload == "cnn-mnist":
-        chance = 1 / spec.load(workload)["model"]["num_classes"]
-        assert result["test_accuracy"] > chance + 0.05, result["test_accuracy"]
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("workload", ("cnn-mnist", "cnn-cifar10"))
-def test_cnn_parameter_counts_equal_keras(probe, workload):
-    assert probe["workloads"][workload]["param_count"] == KERAS_COUNTS[workload]
+probe = check.probe_fixture(FRAMEWORK, check.PROBED)
 
 
 @pytest.mark.slow
 def test_lstm_parameter_count_differs_by_the_second_bias(probe):
     """links.NStepLSTM keeps two bias vectors per gate (b_ih and b_hh, as cuDNN does), Keras one."""
-    units = _lstm_units()
-    assert KERAS_COUNTS["lstm-imdb"] == 5000 * 32 + 4 * (32 * units + units * units + units) + (units + 1)
-    assert probe["workloads"]["lstm-imdb"]["param_count"] - KERAS_COUNTS["lstm-imdb"] == 4 * units
+    check.assert_lstm_second_bias(probe["workloads"]["lstm-imdb"]["param_count"])
 
 
 @pytest.mark.slow
 def test_every_cnn_spec_has_keras_parameter_count():
     """All CNN specs (incl. cnn-svhn's stride-1 'same' pools), built without training."""
-    python = envs.ensure_env(FRAMEWORK).python
-    code = (
-        "import json\n"
-        "from bench import spec\n"
-        "from bench.frameworks import _common, chainer as ch\n"
-        "names = ['cnn-mnist', 'cnn-cifar10', 'cnn-cifar100', 'cnn-svhn']\n"
-        "models = {n: ch.build_model(_common.model_layers(spec.load(n))) for n in names}\n"
-        "print(json.dumps({n: int(sum(p.size for p in m.params())) for n, m in models.items()}))\n"
-    )
-    proc = subprocess.run([str(python), "-c", code], cwd=REPO, env=_env(), capture_output=True, text=True,
-                          timeout=300)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    counts = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert counts == {n: KERAS_COUNTS[n] for n in counts}
-
-
-@pytest.mark.slow
-def test_lstm_reads_the_last_real_step(probe):
-    # Outputs must not change when the post-padding is cut off: the padding is never read.
-    assert probe["workloads"]["lstm-imdb"]["padding_max_abs_diff"] < 1e-5
-
-
-@pytest.mark.slow
-def test_non_finite_loss_raises(probe):
-    assert probe["nan_raised"], probe["nan_message"]
-    assert re.search(r"(nan|inf)", probe["nan_message"])
+    counts = check.run_in_env(FRAMEWORK, ["-c", COUNT_SCRIPT, ",".join(check.CNN_SPECS)], "CNN build", 300)
+    check.assert_every_cnn_spec_counted(counts)
 
 
 @pytest.mark.slow
 def test_info_records_what_was_used(probe):
-    for workload in WORKLOADS:
-        info = probe["workloads"][workload]["info"]
-        assert info["device_name"]
-        assert info["threads"]["intra_op"] == 1  # DLREPRO_THREADS=1 was obeyed (OpenBLAS' pool)
+    for workload, info in check.checked_infos(probe, check.PROBED).items():  # threads: OpenBLAS' pool
         assert info["data_layout"].startswith("NCHW") or workload.startswith("lstm")
-        assert info["optimizer"]["name"] == spec.load(workload)["training"]["optimizer"]["name"]
         if info["optimizer"]["name"] == "adam":
             assert info["optimizer"]["epsilon"] == 1e-7  # Keras' value, passed as Chainer's eps
         assert info["weight_decay_rule"].startswith("decoupled")
-        expected_kernel = "conv2d" if workload.startswith("cnn") else "lstm"
-        assert expected_kernel in info["kernels"]
     assert "NStepLSTM" in probe["workloads"]["lstm-imdb"]["info"]["kernels"]["lstm"]
 
 
 @pytest.mark.slow
 def test_reported_versions_match_the_lock(probe):
-    lock = envs.ensure_env(FRAMEWORK).lock_path.read_text()
-    for key, package in PINNED.items():
-        pinned = re.search(rf"^{re.escape(package)}==(\S+)", lock, re.MULTILINE)
-        assert pinned, f"{package} is not pinned in the chainer lock"
-        assert probe["versions"][key] == pinned.group(1), f"chainer imported {key} {probe['versions'][key]}"
+    # versions() key -> the package pinned for it in the lock
+    pinned = {"chainer": "chainer", "numpy": "numpy"}
+    check.assert_versions_match_lock(FRAMEWORK, probe["versions"], pinned)

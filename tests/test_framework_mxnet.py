@@ -3,81 +3,40 @@
 The environment is built with bench.envs.ensure_env (seconds to minutes on first use, then
 cached); bench.frameworks._probe trains cnn-mnist, lstm-imdb and cnn-cifar10 in it on small
 learnable data with one thread, and the same properties are asserted as for PyTorch and Keras
-in tests/test_frameworks.py.
+in tests/test_frameworks.py (the shared checks: tests/frameworkcheck.py).
 """
 
 from __future__ import annotations
 
-import json
-import os
-import re
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
-from bench import envs, spec
+from bench import spec
+from tests import frameworkcheck as check
+from tests.frameworkcheck import *  # noqa: F403  (frameworkcheck.__all__: the shared tests, run here)
+from tests.frameworkcheck import test_cnn_parameter_counts_equal_keras  # noqa: F401
 
-REPO = Path(__file__).resolve().parents[1]
 FRAMEWORK = "mxnet"
-WORKLOADS = ("cnn-mnist", "lstm-imdb", "cnn-cifar10")
-# versions() key -> the package pinned for it in the lock.
-PINNED = {"mxnet": "mxnet", "numpy": "numpy"}
-# Trainable parameters in Keras' convention (one LSTM bias per gate), counted with keras 3.15.
-KERAS_COUNTS = {
-    "cnn-mnist": 1_199_882,
-    "cnn-cifar10": 1_250_858,
-    "cnn-cifar100": 13_068_516,
-    "cnn-svhn": 6_724_266,
-    "lstm-imdb": 213_301,
-}
+# Runs inside the mxnet environment: builds each named CNN spec (argv[1], comma-separated) without
+# training it; prints its trainable parameter count and output shape for a batch of two.
+BUILD_SCRIPT = """
+import json, sys
+import numpy as np, mxnet as mx
+from bench import spec
+from bench.frameworks import _common, mxnet as m
+out = {}
+for w in sys.argv[1].split(","):
+    model = _common.model_layers(spec.load(w, 'smoke'))
+    net = m.build_model(model, False)
+    net.initialize(mx.init.Xavier())
+    h, w_, c = model.input_shape
+    shape = net(mx.nd.zeros((2, c, h, w_))).shape
+    count = sum(int(np.prod(p.shape)) for p in net.collect_params().values() if p.grad_req != 'null')
+    out[w] = [count, list(shape)]
+print(json.dumps(out))
+"""
 
 
-def _env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(REPO), "DLREPRO_THREADS": "1"}
-
-
-@pytest.fixture(scope="module")
-def python() -> Path:
-    return envs.ensure_env(FRAMEWORK).python
-
-
-@pytest.fixture(scope="module")
-def probe(python) -> dict:
-    """Probe output: {"workloads": {name: {...}}, "versions", "nan_raised", "nan_message"}."""
-    proc = subprocess.run(
-        [str(python), "-m", "bench.frameworks._probe", FRAMEWORK, "--workloads", ",".join(WORKLOADS)],
-        cwd=REPO, env=_env(), stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=900,
-    )
-    assert proc.returncode == 0, f"mxnet probe failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}"
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
-    sys.stderr.write(
-        "probe seconds: " + ", ".join(f"mxnet/{w}={r['seconds']}" for w, r in out["workloads"].items()) + "\n"
-    )
-    return out
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("workload", WORKLOADS)
-def test_loss_falls_and_accuracy_is_sane(probe, workload):
-    result = probe["workloads"][workload]
-    losses = result["losses"]
-    assert all(0 < loss < 10 for loss in losses), losses
-    assert losses[-1] < losses[0], f"mxnet {workload}: loss did not fall: {losses}"
-    assert 0.0 <= result["test_accuracy"] <= 1.0
-    assert all(0.0 <= acc <= 1.0 for acc in result["train_accuracy"])
-    # Dropout is off at test time, so two evaluations of the same weights agree exactly.
-    assert result["test_accuracy"] == result["test_accuracy_again"]
-    if workload == "cnn-mnist":
-        chance = 1 / spec.load(workload)["model"]["num_classes"]
-        assert result["test_accuracy"] > chance + 0.05, result["test_accuracy"]
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("workload", ["cnn-mnist", "cnn-cifar10"])
-def test_cnn_parameter_counts_equal_keras(probe, workload):
-    assert probe["workloads"][workload]["param_count"] == KERAS_COUNTS[workload]
+probe = check.probe_fixture(FRAMEWORK, check.PROBED)
 
 
 @pytest.mark.slow
@@ -88,66 +47,23 @@ def test_cnn_mnist_count_by_hand(probe):
 
 @pytest.mark.slow
 def test_lstm_parameter_count_has_the_second_bias(probe):
-    """gluon.rnn.LSTM keeps two bias vectors per gate (i2h and h2h, as cuDNN does), Keras one.
-
-    Same computation (the two biases only ever appear as their sum), 4 gates x units more numbers.
-    """
-    layers = spec.load("lstm-imdb")["model"]["layers"]
-    units = next(layer["units"] for layer in layers if layer["type"] == "lstm")
-    keras_count = 5000 * 32 + 4 * (32 * units + units * units + units) + (units + 1)
-    assert keras_count == KERAS_COUNTS["lstm-imdb"]
-    assert probe["workloads"]["lstm-imdb"]["param_count"] - keras_count == 4 * units == 400
+    """gluon.rnn.LSTM keeps two bias vectors per gate (i2h and h2h, as cuDNN does), Keras one."""
+    assert 4 * check.lstm_units() == 400
+    check.assert_lstm_second_bias(probe["workloads"]["lstm-imdb"]["param_count"])
 
 
 @pytest.mark.slow
-def test_every_cnn_spec_builds_with_the_keras_count(python):
+def test_every_cnn_spec_builds_with_the_keras_count():
     """cnn-cifar100 and cnn-svhn ('same' pools with stride 1) are only built, not trained."""
-    code = (
-        "import json, numpy as np, mxnet as mx\n"
-        "from bench import spec\n"
-        "from bench.frameworks import _common, mxnet as m\n"
-        "out = {}\n"
-        "for w in ('cnn-mnist', 'cnn-cifar10', 'cnn-cifar100', 'cnn-svhn'):\n"
-        "    model = _common.model_layers(spec.load(w, 'smoke'))\n"
-        "    net = m.build_model(model, False)\n"
-        "    net.initialize(mx.init.Xavier())\n"
-        "    h, w_, c = model.input_shape\n"
-        "    shape = net(mx.nd.zeros((2, c, h, w_))).shape\n"
-        "    count = sum(int(np.prod(p.shape)) for p in net.collect_params().values() if p.grad_req != 'null')\n"
-        "    out[w] = [count, list(shape)]\n"
-        "print(json.dumps(out))\n"
-    )
-    proc = subprocess.run([str(python), "-c", code], cwd=REPO, env=_env(), stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    built = json.loads(proc.stdout.strip().splitlines()[-1])
-    for workload, (count, shape) in built.items():
-        assert count == KERAS_COUNTS[workload], workload
+    built = check.run_in_env(FRAMEWORK, ["-c", BUILD_SCRIPT, ",".join(check.CNN_SPECS)], "CNN build", 300)
+    check.assert_every_cnn_spec_counted({workload: count for workload, (count, _) in built.items()})
+    for workload, (_, shape) in built.items():
         assert shape == [2, spec.load(workload)["model"]["num_classes"]], workload
 
 
 @pytest.mark.slow
-def test_lstm_reads_the_last_real_step(probe):
-    # Outputs must not change when the post-padding is cut off: the padding is never read.
-    assert probe["workloads"]["lstm-imdb"]["padding_max_abs_diff"] < 1e-5
-
-
-@pytest.mark.slow
-def test_non_finite_loss_raises(probe):
-    assert probe["nan_raised"], probe["nan_message"]
-    assert re.search(r"(nan|inf)", probe["nan_message"])
-
-
-@pytest.mark.slow
 def test_info_records_what_was_used(probe):
-    for workload in WORKLOADS:
-        info = probe["workloads"][workload]["info"]
-        assert info["device_name"]
-        assert info["threads"]["intra_op"] == 1  # DLREPRO_THREADS=1 was obeyed
-        assert info["data_layout"]
-        assert info["optimizer"]["name"] == spec.load(workload)["training"]["optimizer"]["name"]
-        expected_kernel = "conv2d" if workload.startswith("cnn") else "lstm"
-        assert expected_kernel in info["kernels"]
+    for info in check.checked_infos(probe, check.PROBED).values():
         for key in ("input_pipeline", "loss", "weight_decay_rule"):
             assert info[key], key
     assert probe["workloads"]["lstm-imdb"]["info"]["optimizer"]["epsilon"] == 1e-7
@@ -155,9 +71,6 @@ def test_info_records_what_was_used(probe):
 
 @pytest.mark.slow
 def test_reported_versions_match_the_lock(probe):
-    lock = envs.ensure_env(FRAMEWORK).lock_path.read_text()
-    versions = probe["versions"]
-    for key, package in PINNED.items():
-        pinned = re.search(rf"^{re.escape(package)}==(\S+)", lock, re.MULTILINE)
-        assert pinned, f"{package} is not pinned in the mxnet lock"
-        assert versions[key] == pinned.group(1), f"mxnet env imported {key} {versions[key]}"
+    # versions() key -> the package pinned for it in the lock
+    pinned = {"mxnet": "mxnet", "numpy": "numpy"}
+    check.assert_versions_match_lock(FRAMEWORK, probe["versions"], pinned)

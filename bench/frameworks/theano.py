@@ -1,0 +1,639 @@
+"""Theano: translates a workload spec into a symbolic Theano graph and compiled training functions.
+
+Runs inside the theano environment (Theano 1.0.5, CPU). Written the way Theano's own tutorials and
+Lasagne did it, in plain Theano (Lasagne 0.1 does not import with Theano 1.0.5): parameters are
+shared variables, the model is one symbolic expression built twice from the same parameters (a
+training graph with dropout, a deterministic one without), the updates are written by hand, and
+theano.function compiles them once, at setup. The data live in shared variables in Theano's
+native layout (NCHW, 'bc01'); a compiled step takes only the batch's row indices, so no batch is
+fed from the host (the tutorials' `givens` idiom). The LSTM is a theano.scan over time steps with a
+mask built from the real lengths, so the state after a sequence's last real token is kept.
+
+Configuration (THEANO_FLAGS) must be in place before Theano is imported, so it is done at import
+of this module; flags the user already set in THEANO_FLAGS win. See _configure_theano().
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import math
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.frameworks import NonFiniteLoss, _common
+
+NAME = "theano"
+PACKAGE = "theano"  # whose version is the framework's version
+
+# Theano's compiled cache lives beside the environment it was compiled for (see _compiledir()).
+COMPILEDIR_NAME = "theano-compiledir"
+
+
+def _compiledir() -> Path:
+    """A per-environment compile cache: <venv>/theano-compiledir (fallback: the user's cache folder).
+
+    Per environment, not per run: a cold cache costs minutes of g++ (measured on a busy 2-core
+    machine: ~2.5 min for cnn-mnist, ~5 min for lstm-imdb; warm: ~1-10 s), which would inflate
+    every run's setup and differ between runs. Theano keys each compiled module by a
+    hash of its C code, the compiler flags and the NumPy ABI, so reuse inside one environment is
+    safe; the environment's folder name carries its lock's sha256, so a changed lock (other Theano,
+    NumPy or SciPy) starts from an empty cache and never loads modules built for other packages,
+    and deleting the environment deletes its cache. (~/.theano, Theano's default, is shared by
+    every environment and every checkout: a stale module there could hide an error.)
+    """
+    prefix = Path(sys.prefix)
+    if sys.prefix != sys.base_prefix and os.access(prefix, os.W_OK):
+        return prefix / COMPILEDIR_NAME
+    return Path.home() / ".cache" / "dlrepro" / f"theano-{prefix.name or 'system'}"
+
+
+def _configure_theano() -> dict[str, str]:
+    """Set THEANO_FLAGS, the BLAS thread count and the scan fallback; return the flags set here.
+
+    - floatX=float32 (as every other framework trains), device=cpu (no GPU backend: see
+      _resolve_device), blas.ldflags=-lopenblas (Debian's libopenblas-dev; without it Theano's
+      BLAS detection goes through numpy.distutils and fails), base_compiledir per environment.
+    - Flags already in THEANO_FLAGS win, so a user can override any of them.
+    - Theano's compiled scan loop (scan_perform_ext, Cython) does not build on Python 3.11
+      (longintrepr.h was moved); a None in sys.modules makes its import fail cleanly, and scan
+      falls back to its Python loop over steps (each step still runs compiled C thunks).
+    - DLREPRO_THREADS becomes OPENBLAS_NUM_THREADS/OMP_NUM_THREADS for the OpenBLAS that Theano's
+      compiled modules link against (read when that library loads; also set at run time in
+      _set_threads, in case it was loaded already).
+    """
+    if "theano" in sys.modules:
+        raise RuntimeError(
+            "theano was imported before bench.frameworks.theano, so its THEANO_FLAGS (floatX, blas.ldflags, "
+            "base_compiledir) could not be set: import bench.frameworks.theano first"
+        )
+    user: dict[str, str] = {}
+    for item in os.environ.get("THEANO_FLAGS", "").split(","):
+        if "=" in item:
+            key, value = item.split("=", 1)
+            user[key.strip()] = value.strip()
+    defaults = {
+        "floatX": "float32",
+        "device": "cpu",
+        "blas.ldflags": "-lopenblas",
+        "base_compiledir": str(_compiledir()),
+    }
+    ours = {k: v for k, v in defaults.items() if k not in user}
+    os.environ["THEANO_FLAGS"] = ",".join(f"{k}={v}" for k, v in {**user, **ours}.items())
+    n = _common.threads_from_env()
+    if n is not None:
+        for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
+            os.environ[var] = str(n)
+    sys.modules.setdefault("theano.scan_module.scan_perform_ext", None)  # type: ignore[arg-type]
+    return ours
+
+
+FLAGS_SET_HERE = _configure_theano()
+
+import numpy as np  # noqa: E402
+import scipy  # noqa: E402
+import theano  # noqa: E402
+import theano.tensor as T  # noqa: E402
+from theano.sandbox.rng_mrg import MRG_RandomStreams  # noqa: E402
+from theano.tensor.nnet import conv2d  # noqa: E402
+from theano.tensor.signal.pool import pool_2d  # noqa: E402
+
+FLOATX = theano.config.floatX
+_ACTIVATIONS = {"relu": T.nnet.relu, "tanh": T.tanh, "sigmoid": T.nnet.sigmoid}
+
+
+def versions() -> dict[str, str]:
+    """Versions of what this module really imported (Theano's BLAS is the system OpenBLAS)."""
+    return {
+        "theano": theano.__version__,
+        "numpy": np.__version__,
+        "scipy": scipy.__version__,
+        "python": platform.python_version(),
+    }
+
+
+# -- initializers (Keras' defaults, so every framework starts from the same distributions) --------
+def _glorot_uniform(rng: np.random.RandomState, shape: tuple[int, ...], fan_in: int, fan_out: int) -> np.ndarray:
+    limit = math.sqrt(6.0 / (fan_in + fan_out))
+    return rng.uniform(-limit, limit, shape).astype(FLOATX)
+
+
+def _orthogonal(rng: np.random.RandomState, rows: int, cols: int) -> np.ndarray:
+    """keras.initializers.Orthogonal for a (rows, cols) matrix."""
+    a = rng.normal(0.0, 1.0, (max(rows, cols), min(rows, cols)))
+    q, r = np.linalg.qr(a)
+    q *= np.sign(np.diag(r))
+    if rows < cols:
+        q = q.T
+    return q.astype(FLOATX)
+
+
+def _shared(value: np.ndarray, name: str) -> theano.compile.SharedVariable:
+    return theano.shared(value.astype(FLOATX), name=name, borrow=True)
+
+
+def same_pads(size: int, window: int, stride: int) -> tuple[int, int]:
+    """TensorFlow's 'same' rule: (pad before, pad after) so that out = ceil(size / stride)."""
+    out = -(-size // stride)
+    total = max((out - 1) * stride + window - size, 0)
+    return total // 2, total - total // 2
+
+
+def _pad(x: T.TensorVariable, top: int, bottom: int, left: int, right: int, value: float) -> T.TensorVariable:
+    """x (N, C, H, W) surrounded by `value`: explicit, possibly asymmetric padding."""
+    n, c, h, w = x.shape
+    out = T.alloc(np.asarray(value, dtype=FLOATX), n, c, h + top + bottom, w + left + right)
+    return T.set_subtensor(out[:, :, top : top + h, left : left + w], x)
+
+
+class SpecNet:
+    """The spec's layers as Theano parameters plus a function that builds the symbolic output.
+
+    forward() is called once with deterministic=False (dropout on: the training graph) and once
+    with deterministic=True (dropout off: the evaluation graph); both read the same parameters.
+    """
+
+    def __init__(self, model: _common.Model, seed: int):
+        self.model = model
+        rng = np.random.RandomState(seed)  # initialization
+        # Dropout masks, drawn inside the compiled graph. MRG refuses seed 0 (the runs' default)
+        # and seeds >= 2**31 - 1: map every seed to 1 .. 2**31 - 2.
+        self.srng = MRG_RandomStreams(seed % (2**31 - 2) + 1)
+        self.params: list[theano.compile.SharedVariable] = []
+        self.plan: list[dict[str, Any]] = []  # per layer: what forward() needs, shapes resolved
+        self.uses_lengths = False
+        # Images: (C, H, W). Token sequences: ("seq", features) while time steps remain, then (features,).
+        shape: tuple[Any, ...] = ()
+        if model.input_shape:
+            h, w, c = model.input_shape
+            shape = (c, h, w)
+        for i, layer in enumerate(model.layers):
+            kind = layer["type"]
+            step: dict[str, Any] = {"type": kind, "activation": layer.get("activation")}
+            if kind == "conv2d":
+                c, h, w = _image_shape(shape, i, kind)
+                k, s, f = layer["kernel"], layer["stride"], layer["filters"]
+                W = _shared(_glorot_uniform(rng, (f, c, k, k), c * k * k, f * k * k), f"conv{i}.W")
+                b = _shared(np.zeros(f), f"conv{i}.b")
+                self.params += [W, b]
+                step.update(W=W, b=b, stride=s, filter_shape=(f, c, k, k), input_shape=(None, c, h, w))
+                if layer["padding"] == "valid":
+                    step["border_mode"], pads = "valid", None
+                    h, w = (h - k) // s + 1, (w - k) // s + 1
+                else:
+                    (pt, pb), (pl, pr) = same_pads(h, k, s), same_pads(w, k, s)
+                    if (pt, pl) == (pb, pr):  # symmetric: Theano pads itself ('half' for odd k, stride 1)
+                        step["border_mode"] = "half" if (s == 1 and k % 2 == 1) else (pt, pl)
+                        pads = None
+                    else:
+                        step["border_mode"], pads = "valid", (pt, pb, pl, pr)
+                    h, w = -(-h // s), -(-w // s)
+                step["explicit_pads"] = pads
+                shape = (f, h, w)
+            elif kind == "maxpool2d":
+                c, h, w = _image_shape(shape, i, kind)
+                p, s = layer["pool"], layer["stride"]
+                step.update(pool=p, stride=s, pad=(0, 0), explicit_pads=None)
+                if layer["padding"] == "valid":
+                    h, w = (h - p) // s + 1, (w - p) // s + 1
+                else:
+                    (pt, pb), (pl, pr) = same_pads(h, p, s), same_pads(w, p, s)
+                    if (pt, pl) == (pb, pr):
+                        step["pad"] = (pt, pl)  # Theano's max pool never picks its padding
+                    else:  # TF puts the odd pixel after: pad with -inf so max never picks it
+                        step["explicit_pads"] = (pt, pb, pl, pr)
+                    h, w = -(-h // s), -(-w // s)
+                if h < 1 or w < 1:
+                    raise _common.SpecError(f"layer {i}: maxpool2d shrinks the image below 1x1")
+                shape = (c, h, w)
+            elif kind == "dropout":
+                step["rate"] = float(layer["rate"])
+            elif kind == "flatten":
+                shape = (int(np.prod(_image_shape(shape, i, kind))),)
+            elif kind == "dense":
+                if len(shape) != 1:
+                    raise _common.SpecError(f"layer {i}: dense needs flat input (add a flatten; got {shape})")
+                n_in, n_out = shape[0], layer["units"]
+                W = _shared(_glorot_uniform(rng, (n_in, n_out), n_in, n_out), f"dense{i}.W")
+                b = _shared(np.zeros(n_out), f"dense{i}.b")
+                self.params += [W, b]
+                step.update(W=W, b=b)
+                shape = (n_out,)
+            elif kind == "embedding":
+                E = _shared(rng.uniform(-0.05, 0.05, (layer["input_dim"], layer["output_dim"])), f"embedding{i}.W")
+                self.params.append(E)
+                step["W"] = E
+                shape = ("seq", layer["output_dim"])
+            elif kind == "lstm":
+                if len(shape) != 2:
+                    raise _common.SpecError(f"layer {i}: lstm needs a sequence input (got {shape})")
+                n_in, units = shape[1], layer["units"]
+                # Keras' layout and initialization: gates (i, f, c, o) side by side, Glorot-uniform
+                # input kernel, orthogonal recurrent kernel, ONE bias per gate, forget bias 1.
+                W = _shared(_glorot_uniform(rng, (n_in, 4 * units), n_in, 4 * units), f"lstm{i}.W")
+                U = _shared(_orthogonal(rng, units, 4 * units), f"lstm{i}.U")
+                bias = np.zeros(4 * units)
+                bias[units : 2 * units] = 1.0
+                b = _shared(bias, f"lstm{i}.b")
+                self.params += [W, U, b]
+                step.update(W=W, U=U, b=b, units=units, use_lengths=bool(layer["use_lengths"]),
+                            return_sequences=bool(layer["return_sequences"]))
+                self.uses_lengths = self.uses_lengths or bool(layer["use_lengths"])
+                shape = ("seq", units) if layer["return_sequences"] else (units,)
+            self.plan.append(step)
+        if len(shape) != 1:
+            raise _common.SpecError(f"the model must end on a flat output (got {shape})")
+
+    def forward(self, x: T.TensorVariable, lengths: T.TensorVariable | None, deterministic: bool) -> T.TensorVariable:
+        """Symbolic logits for x: float32 (N, C, H, W) images or int32 (N, T) token ids."""
+        for step in self.plan:
+            kind = step["type"]
+            if kind == "conv2d":
+                if step["explicit_pads"]:
+                    x = _pad(x, *step["explicit_pads"], value=0.0)
+                x = conv2d(
+                    x, step["W"], input_shape=step["input_shape"], filter_shape=step["filter_shape"],
+                    border_mode=step["border_mode"], subsample=(step["stride"], step["stride"]),
+                    filter_flip=False,  # cross-correlation, as in every other framework
+                )
+                x = x + step["b"].dimshuffle("x", 0, "x", "x")
+            elif kind == "maxpool2d":
+                if step["explicit_pads"]:
+                    x = _pad(x, *step["explicit_pads"], value=-np.inf)
+                x = pool_2d(x, ws=(step["pool"], step["pool"]), stride=(step["stride"], step["stride"]),
+                            pad=step["pad"], ignore_border=True, mode="max")
+            elif kind == "dropout":
+                if not deterministic and step["rate"] > 0:
+                    keep = 1.0 - step["rate"]
+                    mask = self.srng.binomial(x.shape, p=keep, dtype=FLOATX)
+                    x = x * mask / np.asarray(keep, dtype=FLOATX)  # inverted dropout, as Keras
+            elif kind == "flatten":
+                x = x.flatten(2)
+            elif kind == "dense":
+                x = T.dot(x, step["W"]) + step["b"]
+            elif kind == "embedding":
+                x = step["W"][x]  # (N, T, D)
+            elif kind == "lstm":
+                x = _lstm(x, lengths if step["use_lengths"] else None, step)
+            activation = step["activation"]
+            if activation not in (None, "linear"):
+                x = _ACTIVATIONS[activation](x)
+        return x
+
+
+def _lstm(x: T.TensorVariable, lengths: T.TensorVariable | None, step: dict) -> T.TensorVariable:
+    """theano.scan over time: (N, T, D) -> last real hidden state (N, units), or every state.
+
+    The input projection of all steps is one matrix product before the loop; the loop holds only
+    the recurrent product. With lengths, a (T, N) mask keeps h and c unchanged after a sequence's
+    last real token, so the final state is the state after that token.
+    """
+    units, U = step["units"], step["U"]
+    xs = x.dimshuffle(1, 0, 2)  # time-major (T, N, D): scan iterates over the first axis
+    proj = T.dot(xs, step["W"]) + step["b"]  # (T, N, 4 units)
+    n_steps, batch = xs.shape[0], xs.shape[1]
+    if lengths is None:
+        mask = T.ones((n_steps, batch), dtype=FLOATX)
+    else:
+        mask = T.cast(T.lt(T.arange(n_steps).dimshuffle(0, "x"), lengths.dimshuffle("x", 0)), FLOATX)
+    zeros = T.alloc(np.asarray(0.0, dtype=FLOATX), batch, units)
+
+    def cell(p_t, m_t, h_prev, c_prev, U):
+        z = p_t + T.dot(h_prev, U)
+        i = T.nnet.sigmoid(z[:, :units])
+        f = T.nnet.sigmoid(z[:, units : 2 * units])
+        g = T.tanh(z[:, 2 * units : 3 * units])
+        o = T.nnet.sigmoid(z[:, 3 * units :])
+        c = f * c_prev + i * g
+        h = o * T.tanh(c)
+        m = m_t.dimshuffle(0, "x")
+        return m * h + (1.0 - m) * h_prev, m * c + (1.0 - m) * c_prev
+
+    (hs, _), _ = theano.scan(cell, sequences=[proj, mask], outputs_info=[zeros, zeros],
+                             non_sequences=[U], strict=True, name="lstm")
+    if step["return_sequences"]:
+        return (hs * mask.dimshuffle(0, 1, "x")).dimshuffle(1, 0, 2)  # zeros after each end
+    return hs[-1]
+
+
+def _image_shape(shape: tuple[Any, ...], i: int, kind: str) -> tuple[int, int, int]:
+    if len(shape) != 3:
+        raise _common.SpecError(f"layer {i}: {kind} needs an image input (got {shape})")
+    return shape  # type: ignore[return-value]
+
+
+def _resolve_device(device: str) -> str:
+    if device == "cpu":
+        if theano.config.device != "cpu":
+            raise RuntimeError(
+                f"device 'cpu' requested but THEANO_FLAGS sets device={theano.config.device} "
+                "(Theano picks its device at import); unset it"
+            )
+        return "cpu"
+    if device == "gpu":
+        raise RuntimeError(
+            "device 'gpu' requested but this Theano environment is CPU only: Theano's GPU backend "
+            "(theano.gpuarray, device=cuda) needs pygpu/libgpuarray, which no PyPI release provides "
+            f"(Theano {theano.__version__}, Python {platform.python_version()})"
+        )
+    raise ValueError(f"unknown device {device!r}; expected 'cpu' or 'gpu'")
+
+
+def _check_toolchain() -> None:
+    """Fail clearly where Theano would otherwise fall back to slow Python code or a link error."""
+    if not theano.config.cxx:
+        raise RuntimeError(
+            "Theano found no C++ compiler (g++): without it every op runs as slow Python code. "
+            "Install g++ (Debian: apt-get install g++) and the Python headers"
+        )
+    if "openblas" in theano.config.blas.ldflags and not ctypes.util.find_library("openblas"):
+        raise RuntimeError(
+            f"THEANO_FLAGS blas.ldflags={theano.config.blas.ldflags} but no OpenBLAS library is installed "
+            "(Debian: apt-get install libopenblas-dev)"
+        )
+
+
+def _openblas() -> Any:
+    """The OpenBLAS that Theano's compiled modules link against (-lopenblas), or None."""
+    name = ctypes.util.find_library("openblas")
+    if not name:
+        return None
+    try:
+        return ctypes.CDLL(name)
+    except OSError:
+        return None
+
+
+def _set_threads() -> dict[str, Any]:
+    """Apply DLREPRO_THREADS to OpenBLAS (the threads of Theano's gemm, conv and dense); report them."""
+    n = _common.threads_from_env()
+    lib = _openblas()
+    blas_threads = None
+    if lib is not None:
+        if n is not None:
+            lib.openblas_set_num_threads(int(n))
+        blas_threads = int(lib.openblas_get_num_threads())
+    return {
+        # Theano's ops run one after another (no inter-op pool); inside one, OpenBLAS's threads.
+        "intra_op": blas_threads if blas_threads is not None else n,
+        "inter_op": 1,
+        "openblas": blas_threads,
+        "openmp": bool(theano.config.openmp),  # Theano's default: off (only a few ops use it)
+    }
+
+
+class InferenceModel:
+    """The trained network as a plain function of NumPy inputs, in inference mode (dropout off).
+
+    Called like a Keras model, `model(x, training=False)`, so bench.frameworks._probe's generic path
+    can compare outputs. x: uint8 NHWC images or post-padded int token ids; lengths default to the
+    count of non-zero ids (the contract _common.check_post_padded enforces on the data). The whole
+    sequence is fed, padding included: the mask alone must keep the state. Compiled on first use.
+    """
+
+    def __init__(self, trainer: TheanoTrainer):
+        self.trainer = trainer
+        self.fn = None
+
+    def __call__(self, x: np.ndarray, training: bool = False, lengths: np.ndarray | None = None) -> np.ndarray:
+        if training:
+            raise ValueError("InferenceModel only runs in inference mode")
+        t = self.trainer
+        if self.fn is None:
+            inputs = [t.x_in] + ([t.len_in] if t.net.uses_lengths else [])
+            self.fn = theano.function(inputs, t.logits_eval, name="predict")
+        if x.ndim == 4:
+            args = [_images(x)]
+        else:
+            args = [np.asarray(x, dtype=np.int32)]
+            if t.net.uses_lengths:
+                lens = (np.asarray(x) != 0).sum(axis=1) if lengths is None else lengths
+                args.append(np.asarray(lens, dtype=np.int32))
+        return np.asarray(self.fn(*args))
+
+
+def _images(x: np.ndarray) -> np.ndarray:
+    """uint8 NHWC -> float32 NCHW ('bc01', Theano's layout) in [0, 1]."""
+    out = np.ascontiguousarray(np.asarray(x).transpose(0, 3, 1, 2), dtype=FLOATX)
+    out /= np.asarray(255.0, dtype=FLOATX)  # in place: the converted split is the only copy
+    return out
+
+
+class TheanoTrainer:
+    """The Trainer protocol (bench.frameworks.Trainer) for Theano."""
+
+    def __init__(self, spec: dict, data: Any, device: str, seed: int):
+        self.device = _resolve_device(device)
+        _check_toolchain()
+        self.threads = _set_threads()
+        self.rng = np.random.default_rng(seed)  # shuffling: depends on the seed alone
+        self.spec_model = _common.model_layers(spec)
+        self.kind = self.spec_model.kind
+        self.net = SpecNet(self.spec_model, seed)
+        self.params = self.net.params
+        training = spec["training"]
+        self.batch_size = int(training["batch_size"])
+        self.shuffle = bool(training.get("shuffle", True))
+        self.opt_settings = _common.optimizer_settings(spec)
+        self.train_data = self._to_shared(data.train, "train")
+        self.test_data = self._to_shared(data.test, "test")
+        self.n_train = int(data.train["y"].shape[0])
+        self.n_test = int(data.test["y"].shape[0])
+        started = time.perf_counter()
+        self._compile()  # graph optimization and g++ (cached per environment): part of setup
+        self.compile_seconds = round(time.perf_counter() - started, 2)
+        self.model = InferenceModel(self)
+        self.epoch = 0
+
+    # -- setup ---------------------------------------------------------------------------------
+    def _to_shared(self, split: dict, name: str) -> dict[str, Any]:
+        """The whole split as shared variables, converted once (the tutorials' load_data)."""
+        x = split["x"]
+        out: dict[str, Any] = {}
+        if x.ndim == 4:
+            out["x"] = theano.shared(_images(x), name=f"{name}.x", borrow=True)
+        else:
+            out["x"] = theano.shared(np.asarray(x, dtype=np.int32), name=f"{name}.x", borrow=True)
+            if "len" in split:
+                _common.check_post_padded(x, split["len"])  # the mask and the batch cut rely on it
+                out["len"] = theano.shared(np.asarray(split["len"], dtype=np.int32), name=f"{name}.len",
+                                           borrow=True)
+        y = np.asarray(split["y"])
+        y = y.astype(FLOATX) if self.kind == "binary" else y.astype(np.int32)
+        out["y"] = theano.shared(y, name=f"{name}.y", borrow=True)
+        return out
+
+    def _loss_and_correct(self, logits: T.TensorVariable, y: T.TensorVariable) -> tuple[Any, Any]:
+        if self.kind == "categorical":
+            # Softmax and cross-entropy fused, from logits (CrossentropySoftmaxArgmax1HotWithBias).
+            loss = T.nnet.crossentropy_softmax_1hot(logits, y)[0].mean()
+            correct = T.eq(T.argmax(logits, axis=1), y).sum()
+        else:
+            z = logits.flatten()  # (N, 1) -> (N,)
+            # -[y log sigmoid(z) + (1 - y) log(1 - sigmoid(z))] = softplus(z) - y z, from logits
+            # (Theano's softplus is overflow-safe). T.nnet.sigmoid_binary_crossentropy computes the
+            # same but its gradient override is broken in Theano 1.0.5 (ValueError in grad).
+            loss = (T.nnet.softplus(z) - y * z).mean()
+            correct = T.eq(T.gt(z, 0), y).sum()  # logit 0 = probability 0.5
+        return loss, correct
+
+    def _updates(self, loss: T.TensorVariable) -> list[tuple[Any, Any]]:
+        """Hand-written updates with Keras 3 semantics, decoupled weight decay included."""
+        opt = self.opt_settings
+        grads = T.grad(loss, self.params)
+        lr = np.asarray(opt["lr"], dtype=FLOATX)
+        decay = np.asarray(1.0 - opt["lr"] * opt["weight_decay"], dtype=FLOATX)
+        updates: list[tuple[Any, Any]] = []
+
+        def zeros_like(p: Any) -> Any:
+            return theano.shared(np.zeros(p.get_value(borrow=True).shape, dtype=FLOATX), name=f"{p.name}.slot")
+
+        # w -= lr * weight_decay * w first, then the optimizer's step from the gradient at the old w.
+        if opt["name"] == "sgd":
+            momentum = np.asarray(opt["momentum"], dtype=FLOATX)
+            for p, g in zip(self.params, grads):
+                if opt["momentum"]:
+                    v = zeros_like(p)
+                    v_new = momentum * v - lr * g
+                    updates += [(v, v_new), (p, p * decay + v_new)]
+                else:
+                    updates.append((p, p * decay - lr * g))
+            return updates
+        b1, b2 = np.asarray(opt["beta1"], dtype=FLOATX), np.asarray(opt["beta2"], dtype=FLOATX)
+        eps = np.asarray(opt["epsilon"], dtype=FLOATX)
+        one = np.asarray(1.0, dtype=FLOATX)
+        t = theano.shared(np.asarray(0.0, dtype=FLOATX), name="adam.t")
+        t_new = t + one
+        # Keras' Adam: alpha = lr * sqrt(1 - beta2^t) / (1 - beta1^t); w -= alpha * m / (sqrt(v) + eps).
+        alpha = lr * T.sqrt(one - b2**t_new) / (one - b1**t_new)
+        updates.append((t, t_new))
+        for p, g in zip(self.params, grads):
+            m, v = zeros_like(p), zeros_like(p)
+            m_new = b1 * m + (one - b1) * g
+            v_new = b2 * v + (one - b2) * T.sqr(g)
+            updates += [(m, m_new), (v, v_new), (p, p * decay - alpha * m_new / (T.sqrt(v_new) + eps))]
+        return updates
+
+    def _compile(self) -> None:
+        """Build the two graphs and compile the training step and the evaluation step."""
+        images = self.spec_model.input_shape is not None
+        self.x_in = T.tensor4("x", dtype=FLOATX) if images else T.matrix("x", dtype="int32")
+        self.len_in = T.vector("lengths", dtype="int32")
+        y_in = T.vector("y", dtype=FLOATX if self.kind == "binary" else "int32")
+        lengths = self.len_in if self.net.uses_lengths else None
+        logits_train = self.net.forward(self.x_in, lengths, deterministic=False)
+        self.logits_eval = self.net.forward(self.x_in, lengths, deterministic=True)
+        loss, correct = self._loss_and_correct(logits_train, y_in)
+        _, correct_eval = self._loss_and_correct(self.logits_eval, y_in)
+
+        def batch_givens(split: dict, rows: Any) -> dict:
+            givens = {y_in: split["y"][rows]}
+            x = split["x"][rows]
+            if self.net.uses_lengths:
+                lens = split["len"][rows]
+                givens[self.len_in] = lens
+                x = x[:, : T.max(lens)]  # post-padded: steps after the longest sequence are all padding
+            givens[self.x_in] = x
+            return givens
+
+        idx = T.vector("idx", dtype="int64")  # the batch's rows of the shuffled epoch
+        self._train = theano.function([idx], [loss, correct], updates=self._updates(loss),
+                                      givens=batch_givens(self.train_data, idx), name="train_step")
+        start, stop = T.lscalar("start"), T.lscalar("stop")
+        self._eval = theano.function([start, stop], correct_eval,
+                                     givens=batch_givens(self.test_data, slice(start, stop)), name="eval_step")
+
+    # -- protocol ------------------------------------------------------------------------------
+    def param_count(self) -> int:
+        """Trainable parameters (the LSTM has one bias per gate, as Keras)."""
+        return int(sum(p.get_value(borrow=True).size for p in self.params))
+
+    def train_epoch(self) -> tuple[float, float | None]:
+        """One pass in training mode; (mean loss per example, training accuracy over the epoch)."""
+        self.epoch += 1
+        n = self.n_train
+        order = self.rng.permutation(n) if self.shuffle else np.arange(n)
+        total, correct = 0.0, 0
+        for b, start in enumerate(_common.batches(n, self.batch_size)):
+            rows = order[start : start + self.batch_size]
+            loss, right = self._train(rows)
+            loss = float(loss)  # on the CPU the value is already on the host: check every step
+            if not math.isfinite(loss):
+                raise NonFiniteLoss(f"loss became {loss} at step {b + 1} of epoch {self.epoch}")
+            total += loss * len(rows)
+            correct += int(right)
+        return total / n, correct / n
+
+    def evaluate(self) -> float:
+        """Test accuracy from the deterministic graph (dropout off), batches of the training batch size."""
+        correct = 0
+        for start in _common.batches(self.n_test, self.batch_size):
+            correct += int(self._eval(start, min(start + self.batch_size, self.n_test)))
+        return correct / self.n_test
+
+    def synchronize(self) -> None:
+        """Nothing to wait for: a compiled Theano function returns when its CPU work is done."""
+
+    def _ops(self) -> set[str]:
+        return {type(node.op).__name__ for node in self._train.maker.fgraph.toposort()}
+
+    def info(self) -> dict:
+        """What was really used: device, threads, kernels (read from the compiled graph), layout, ..."""
+        ops = self._ops()
+        ldflags = theano.config.blas.ldflags
+        blas = "OpenBLAS" if "openblas" in ldflags else (ldflags or "NumPy C-API BLAS")
+        kernels = {}
+        types = {layer["type"] for layer in self.spec_model.layers}
+        if "conv2d" in types:
+            conv_ops = sorted(o for o in ops if o.startswith(("CorrMM", "Conv", "AbstractConv")))
+            kernels["conv2d"] = f"theano.tensor.nnet.conv2d -> {', '.join(conv_ops)} (im2col + {blas} gemm, C)"
+        if "maxpool2d" in types:
+            pool_ops = sorted(o for o in ops if "Pool" in o)
+            kernels["maxpool2d"] = f"theano.tensor.signal.pool.pool_2d -> {', '.join(pool_ops)} (C)"
+        if "dense" in types:
+            dots = sorted(o for o in ops if o in ("Gemm", "Dot22", "Dot22Scalar", "Gemv", "Ger"))
+            kernels["dense"] = f"T.dot -> {', '.join(dots)} ({blas})"
+        if "lstm" in types:
+            loop = "Python loop" if sys.modules.get("theano.scan_module.scan_perform_ext") is None else "Cython loop"
+            kernels["lstm"] = (
+                f"theano.scan over time steps ({loop}: the compiled scan_perform_ext does not build on Python 3.11; "
+                "each step runs compiled C), Keras gates (i, f, c, o), one bias per gate"
+            )
+            kernels["lstm_lengths"] = (
+                "mask from real lengths keeps h, c after the last real token; each batch cut to its longest sequence"
+            )
+        return {
+            "framework": NAME,
+            "versions": versions(),
+            "device": self.device,
+            "device_name": _common.cpu_name(),
+            "threads": self.threads,
+            "kernels": kernels,
+            "data_layout": "NCHW ('bc01', converted once at setup)" if self.spec_model.input_shape else "ids (N, T)",
+            "input_pipeline": (
+                "whole split in Theano shared variables; each compiled step takes the batch's row indices "
+                "(seeded permutation each epoch) and gathers inside the graph (givens)"
+            ),
+            "loss": ("T.nnet.crossentropy_softmax_1hot" if self.kind == "categorical" else "softplus(z) - y * z")
+            + " on logits (output activation folded into the loss)",
+            "optimizer": self.opt_settings,
+            "weight_decay_rule": _common.WEIGHT_DECAY_RULE,
+            "theano_config": {
+                "floatX": theano.config.floatX,
+                "linker": theano.config.linker,
+                "optimizer": theano.config.optimizer,
+                "blas.ldflags": theano.config.blas.ldflags,
+                "compiledir": theano.config.compiledir,
+                "flags_set_by_dlrepro": FLAGS_SET_HERE,
+            },
+            "compile_seconds": self.compile_seconds,
+        }
+
+
+def make_trainer(spec: dict, data: Any, device: str, seed: int) -> TheanoTrainer:
+    """Build the spec's model, compile its training and evaluation steps for `device` ('cpu')."""
+    return TheanoTrainer(spec, data, device, seed)
