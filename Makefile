@@ -12,7 +12,7 @@ HOSTPY     := $(HOST_ENV)/bin/python
 FRAMEWORKS ?= tensorflow keras pytorch mxnet chainer theano
 PROFILE    ?= paper
 REPEATS    ?= 5
-RUNNER     ?= local
+RUNNER     ?= auto
 DATA       ?= real
 THREADS    ?=
 TIMEOUT    ?=
@@ -21,13 +21,21 @@ DATASETS   ?= mnist imdb
 WORKLOADS  ?=
 DEVICE     ?= cpu
 CAMPAIGN   ?=
+# Images (make images/push/pull/verify-lock): era, variant, registry, and a base pinned by digest
+# or a local tag (make base); empty = the Dockerfiles' own pinned base.
+ERA        ?= current
+VARIANT    ?= cpu
+REGISTRY   ?=
+BASE_IMAGE ?=
+export BASE_IMAGE
 
 CAMPAIGN_TARGETS := cpu-cnn gpu-cnn cpu-lstm gpu-lstm
 RUN_ARGS = --frameworks "$(FRAMEWORKS)" --profile "$(PROFILE)" --repeats "$(REPEATS)" \
            --runner "$(RUNNER)" --data "$(DATA)" $(if $(THREADS),--threads "$(THREADS)") \
            $(if $(TIMEOUT),--timeout "$(TIMEOUT)")
 
-.PHONY: help host demo test test-all lint lock download run analyze report bench-overhead $(CAMPAIGN_TARGETS)
+.PHONY: help host demo test test-all lint lock download run analyze report bench-overhead bench-lstm $(CAMPAIGN_TARGETS)
+.PHONY: base images push pull verify-lock
 
 help: ## list the targets and variables
 	@echo "dlrepro: reproduce DLBench and related deep-learning-framework benchmark studies"
@@ -36,7 +44,8 @@ help: ## list the targets and variables
 	@echo "  make cpu-cnn    (also gpu-cnn, cpu-lstm, gpu-lstm) a whole study campaign: data, runs, report"
 	@echo
 	@echo "variables: FRAMEWORKS=\"$(FRAMEWORKS)\" PROFILE=$(PROFILE) (paper|quick|smoke) REPEATS=$(REPEATS)"
-	@echo "           RUNNER=$(RUNNER) DATA=$(DATA) (real|synthetic) THREADS CAMPAIGN MIRROR TIMEOUT"
+	@echo "           RUNNER=$(RUNNER) (auto|docker|local) DATA=$(DATA) (real|synthetic) THREADS CAMPAIGN MIRROR TIMEOUT"
+	@echo "           images: ERA=$(ERA) (current|paper) VARIANT=$(VARIANT) (cpu|gpu) REGISTRY BASE_IMAGE"
 	@echo "           run: WORKLOADS DEVICE; download: DATASETS=\"$(DATASETS)\""
 
 # The host tools environment (download, campaigns, analysis, tests), built once from its lock.
@@ -74,7 +83,9 @@ lock: ## re-resolve every images/*/*/requirements.in into its hash-locked requir
 	@rm -rf $(LOCK_ENV) && $(PYTHON) -m venv $(LOCK_ENV) && $(LOCK_ENV)/bin/python -m pip install -q pip-tools
 	@# A folder with build-requirements.in (an sdist built at install time, e.g. chainer) locks its build
 	@# tools first and resolves without build isolation, with those tools installed.
+	@# Paper-era folders have no requirements.in: bench.lockfile resolves their pins for Python 3.6.
 	@export CUSTOM_COMPILE_COMMAND="make lock"; for dir in images/*/*/; do \
+	  [ -f "$${dir}requirements.in" ] || continue; \
 	  iso=; \
 	  if [ -f "$$dir/build-requirements.in" ]; then \
 	    echo "locking $${dir}build-requirements.in"; \
@@ -86,10 +97,39 @@ lock: ## re-resolve every images/*/*/requirements.in into its hash-locked requir
 	  echo "locking $${dir}requirements.in"; \
 	  $(LOCK_ENV)/bin/pip-compile -q $(LOCK_FLAGS) $$iso --output-file "$${dir}requirements.txt" "$${dir}requirements.in"; \
 	done
+	$(MAKE) --no-print-directory host
+	$(HOSTPY) -m bench.lockfile write
+
+verify-lock: host ## check versions.lock against the locks, and pip freeze in each built image against it
+	$(HOSTPY) -m bench.lockfile verify $(if $(filter docker,$(RUNNER)),--images,--images-if-engine) \
+	  --frameworks "$(FRAMEWORKS)" --era "$(ERA)" --variant "$(VARIANT)"
+
+base: ## make a Debian 12 base image locally (debootstrap + docker import; no registry needed)
+	images/base/make-base.sh $(or $(BASE_IMAGE),dlrepro/base:bookworm)
+
+images: host ## build (or reuse) the images of FRAMEWORKS for ERA and VARIANT
+	$(HOSTPY) -m bench images build --frameworks "$(FRAMEWORKS)" --era "$(ERA)" --variant "$(VARIANT)"
+
+push: host ## push the images of FRAMEWORKS to REGISTRY (tags keep their content hash)
+	$(HOSTPY) -m bench images push --frameworks "$(FRAMEWORKS)" --era "$(ERA)" --variant "$(VARIANT)" \
+	  --registry "$(REGISTRY)"
+
+pull: host ## pull the images of FRAMEWORKS from REGISTRY instead of building them
+	$(HOSTPY) -m bench images pull --frameworks "$(FRAMEWORKS)" --era "$(ERA)" --variant "$(VARIANT)" \
+	  --registry "$(REGISTRY)"
 
 bench-overhead: host ## measure the monitor's overhead, own cost and cadence (about 10 minutes)
 	$(HOSTPY) -m data synthetic --datasets imdb
 	$(HOSTPY) -m bench.overhead $(if $(PAIRS),--pairs "$(PAIRS)") $(if $(THREADS),--threads "$(THREADS)")
+
+bench-lstm: PROFILE = quick
+bench-lstm: REPEATS = 1
+bench-lstm: BENCH_CAMPAIGN := bench-lstm-imdb-$(shell date -u +%Y%m%dT%H%M%SZ)
+bench-lstm: host ## lstm-imdb seconds per epoch of every framework side by side, measured in one fresh campaign
+	@if [ "$(DATA)" = real ]; then $(HOSTPY) -m data download --datasets imdb $(if $(MIRROR),--mirror "$(MIRROR)"); \
+	else $(HOSTPY) -m data synthetic --datasets imdb; fi
+	$(HOSTPY) -m bench campaign --workloads lstm-imdb --device cpu --campaign "$(BENCH_CAMPAIGN)" $(RUN_ARGS)
+	$(HOSTPY) -m bench.epochtimes --campaign "results/$(BENCH_CAMPAIGN)" --workload lstm-imdb
 
 download: host ## download, verify and prepare DATASETS (MIRROR=URL to use your own copies first)
 	$(HOSTPY) -m data download --datasets $(DATASETS) $(if $(MIRROR),--mirror "$(MIRROR)")
@@ -104,14 +144,16 @@ analyze: host ## turn results/$(CAMPAIGN) into reports/$(CAMPAIGN)
 report: analyze
 
 # cpu-cnn, gpu-cnn, cpu-lstm, gpu-lstm: data, runs, report. GPU targets stop at once without a GPU.
+# WORKLOADS=... runs those instead of the target's (e.g. make cpu-cnn WORKLOADS=cnn-svhn).
 $(CAMPAIGN_TARGETS):
 	@$(if $(filter gpu-%,$@),$(PYTHON) -m bench check-gpu $@,true)
 	@$(MAKE) --no-print-directory host
 	@if [ "$(DATA)" = real ]; then \
-	  $(HOSTPY) -m data download --datasets $$($(HOSTPY) -m bench datasets --target $@) \
+	  $(HOSTPY) -m data download --datasets $$($(HOSTPY) -m bench datasets --target $@ --workloads "$(WORKLOADS)") \
 	    $(if $(MIRROR),--mirror "$(MIRROR)"); \
 	else \
-	  $(HOSTPY) -m data synthetic --datasets $$($(HOSTPY) -m bench datasets --target $@); \
+	  $(HOSTPY) -m data synthetic --datasets $$($(HOSTPY) -m bench datasets --target $@ --workloads "$(WORKLOADS)"); \
 	fi
-	$(HOSTPY) -m bench campaign --target $@ --campaign "$(or $(CAMPAIGN),$@)" $(RUN_ARGS)
+	$(HOSTPY) -m bench campaign --target $@ --workloads "$(WORKLOADS)" --campaign "$(or $(CAMPAIGN),$@)" \
+	  $(RUN_ARGS)
 	$(HOSTPY) -m analysis --campaign "results/$(or $(CAMPAIGN),$@)" --out "reports/$(or $(CAMPAIGN),$@)"

@@ -26,7 +26,7 @@ def _campaign_args(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--frameworks", default="pytorch keras")
     ap.add_argument("--profile", default="paper")
     ap.add_argument("--repeats", default="5")
-    ap.add_argument("--runner", default="local")
+    ap.add_argument("--runner", default="local", help="local, docker, or auto (docker where an engine answers)")
     ap.add_argument("--data", dest="data_source", default="real", help="real or synthetic")
     ap.add_argument("--data-root", type=Path, default=Path("data"))
     ap.add_argument("--results", type=Path, default=Path("results"))
@@ -72,7 +72,7 @@ def cmd_campaign(argv: list[str]) -> int:
         require_gpu(a.target or "this campaign")
     name = a.campaign or a.target or "adhoc"
     threads = _threads(a.threads)
-    runner = runners.get(a.runner)
+    runner = runners.get(a.runner, device)
     print(f"campaign '{name}': {len(matrix.frameworks)} frameworks x {len(matrix.workloads)} workloads x "
           f"{matrix.repeats} repeats on {device} ({matrix.profile} profile, {matrix.data_source} data, "
           f"{runner.name} runner, {threads} threads)", flush=True)
@@ -127,12 +127,49 @@ def cmd_datasets(argv: list[str]) -> int:
     return 0
 
 
+def cmd_images(argv: list[str]) -> int:
+    """`images build|push|pull|tags --frameworks ... --era ... --variant ...`: the framework images."""
+    from bench import images
+
+    ap = argparse.ArgumentParser(prog="python -m bench images")
+    ap.add_argument("action", choices=("build", "push", "pull", "tags"))
+    ap.add_argument("--frameworks", default="pytorch keras")
+    ap.add_argument("--era", default="current")
+    ap.add_argument("--variant", default="cpu")
+    ap.add_argument("--registry", default="")
+    ap.add_argument("--base-image", default=os.environ.get(images.BASE_IMAGE_VAR, ""))
+    a = ap.parse_args(argv)
+    if a.action in ("push", "pull") and not a.registry:
+        raise UsageError(f"'{a.action}' needs a registry", f"make {a.action} REGISTRY=registry.example.org/team")
+    specs = [images.ImageSpec(fw, a.era, a.variant) for fw in _names(a.frameworks)]
+    for spec in specs:
+        spec.check()
+    if a.action == "tags":
+        base = a.base_image or None
+        for spec in specs:  # names only (the base's digest is resolved at build time)
+            print(images.tag(spec, base if base and images.is_pinned(base) else None))
+        return 0
+    client = images.client()
+    base = images.resolve_base(client, a.base_image or None)
+    for spec in specs:
+        name = images.tag(spec, base)
+        if a.action == "build":
+            image = images.build(client, spec, base)
+            print(f"{name} {images.digest(image)}")
+        elif a.action == "push":
+            print(f"{name} pushed as {images.push(client, name, a.registry)}")
+        else:
+            print(f"{name} {images.digest(images.pull(client, name, a.registry))}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Dispatch to a subcommand; turn UsageError into one line and exit 2."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    commands = {"campaign": cmd_campaign, "check-gpu": cmd_check_gpu, "datasets": cmd_datasets}
+    commands = {"campaign": cmd_campaign, "check-gpu": cmd_check_gpu, "datasets": cmd_datasets,
+                "images": cmd_images}
     if not argv or argv[0] in ("-h", "--help"):
-        print("usage: python -m bench {run,campaign,datasets,check-gpu} ...")
+        print("usage: python -m bench {run,campaign,datasets,check-gpu,images} ...")
         return 0
     try:
         if argv[0] == "run":
@@ -143,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
 
             return run_main(argv[1:])
         if argv[0] not in commands:
-            raise UsageError(f"unknown command '{argv[0]}'", "use one of: run, campaign, datasets, check-gpu")
+            raise UsageError(f"unknown command '{argv[0]}'", "use one of: run, campaign, datasets, check-gpu, images")
         return commands[argv[0]](argv[1:])
     except UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -145,7 +145,10 @@ def _failure_record(launch: Launch, outcome: Outcome, runner: str, log_tail: str
                    "campaign": launch.campaign, "runner": runner},
         "spec": spec.load(launch.workload, launch.profile),
         "dataset": {"path": str(launch.data_dir)},
-        "environment": {"runner": runner, "env_id": launch.env_id}, "host": {}, "device_used": {},
+        "environment": {"runner": runner, "env_id": launch.env_id,
+                        # the docker runner's environment identity is the image id it ran
+                        "image_digest": launch.env_id if runner == "docker" else None},
+        "host": {}, "device_used": {},
         "model": {}, "monitor": {},
         "timing": {"training_time_s": None, "eval_time_s": None, "setup_time_s": None,
                    "train_start_unix": None, "train_end_unix": None, "definition": "not measured"},

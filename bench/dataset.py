@@ -6,7 +6,8 @@ dataset is a folder with:
 - ``arrays.npz``: x_train, y_train, x_test, y_test (+ len_train, len_test for sequences)
     images:    x uint8 (N, H, W, C), y int64 (N,)
     sequences: x int32 (N, maxlen) post-padded with 0, len int32 (N,) real lengths, y int64 (N,)
-    seq2seq / language models add their own keys, named in meta.json.
+    seq2seq / language models add their own keys, named in meta.json; a workload's [arrays]
+    table says which of them play which role (bind_roles).
 - ``meta.json``: {"format_version", "dataset", "source" ("real" | "synthetic"), "arrays_sha256",
     "num_classes", "keys", "raw_files": {name: sha256}, ...}
 
@@ -99,3 +100,36 @@ def load(folder: Path, train_subset: int | None = None, test_subset: int | None 
                 # Only per-example arrays are subset; others (PTB's token stream) are kept whole.
                 getattr(data, split)[key[: -len(split) - 1]] = arr if idx is None or len(arr) != n else arr[idx]
     return data
+
+
+# The roles a framework module reads (bench/frameworks/_common.py ROLES), each by default the
+# prepared array of the same name.
+ROLES = ("x", "len", "x_dec", "y", "y_len")
+
+
+def bind_roles(data: PreparedData, arrays: dict[str, str] | None) -> PreparedData:
+    """The arrays each split holds under their role names, as a workload's [arrays] table maps them.
+
+    Roles the table does not name keep their own name (x, len, y, ...); arrays that play no role
+    (PTB's whole token streams) are dropped, so frameworks see exactly what they train on.
+    """
+    mapping = {role: role for role in ROLES} | dict(arrays or {})
+    unknown = set(mapping) - set(ROLES)
+    if unknown:
+        raise UsageError(
+            f"the workload's [arrays] table names unknown roles {sorted(unknown)}",
+            f"use only {', '.join(ROLES)}",
+        )
+    bound = PreparedData(meta=data.meta)
+    for split in ("train", "test"):
+        held = getattr(data, split)
+        for role, name in mapping.items():
+            if name in held:
+                getattr(bound, split)[role] = held[name]
+            elif name != role:
+                raise UsageError(
+                    f"prepared dataset {data.meta.get('dataset', '?')} has no array '{name}_{split}' "
+                    f"(the workload reads it as '{role}')",
+                    "prepare the dataset again with this kit version: make download (or DATA=synthetic)",
+                )
+    return bound

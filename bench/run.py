@@ -135,6 +135,7 @@ def train(args: argparse.Namespace, record: dict) -> None:
     wl = record["spec"]
     t_setup = time.perf_counter()
     data = dataset.load(args.data, wl["data"].get("train_subset"), wl["data"].get("test_subset"))
+    data = dataset.bind_roles(data, wl.get("arrays"))
     record["dataset"].update(
         sha256=data.meta["arrays_sha256"],
         source=data.meta.get("source", "real"),

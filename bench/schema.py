@@ -153,6 +153,11 @@ def validate_run(obj: dict, where: str = RUN_FILE) -> dict:
     _check_fields(obj["config"], RUN_CONFIG_FIELDS, f"{where}: config")
     _check_fields(obj["timing"], RUN_TIMING_FIELDS, f"{where}: timing")
     _check_fields(obj["results"], RUN_RESULTS_FIELDS, f"{where}: results")
+    if obj["config"]["runner"] == "docker":
+        # A container run names the exact image it ran in (runs of older kits had no docker runner).
+        image = obj["environment"].get("image_digest")
+        if not isinstance(image, str) or "sha256:" not in image:
+            raise SchemaError(f"{where}: a docker run needs environment.image_digest (sha256:... or name@sha256:...)")
     if obj["status"] not in STATUSES:
         raise SchemaError(f"{where}: status {obj['status']!r} is not one of {STATUSES}")
     failure = obj["failure"]

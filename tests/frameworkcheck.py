@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from bench import envs, spec
+from bench.frameworks._common import model_layers
 
 __all__ = [
     "test_loss_falls_and_accuracy_is_sane",
@@ -44,6 +45,10 @@ KERAS_COUNTS = {
     "cnn-svhn": 3_648 + 76_864 + 204_928 + 512_160 + 768_192 + 3 * 921_792 + 2_362_368 + 30_730,
     # embedding 5000x32, LSTM 4*(32*100 + 100*100 + 100), dense 100+1
     "lstm-imdb": 5000 * 32 + 4 * (32 * 100 + 100 * 100 + 100) + 101,
+    # embedding 10000x128, LSTM 128->1024, LSTM 1024->1024, dense 1024*10000+10000 (at every step)
+    "lstm-ptb": 10_000 * 128 + 4 * (128 * 1024 + 1024 * 1024 + 1024) + 4 * (2 * 1024 * 1024 + 1024) + 10_250_000,
+    # two embeddings 10000x256, two LSTMs 256->256, dense 256*10000+10000
+    "seq2seq-manythings": 2 * 10_000 * 256 + 2 * 4 * (2 * 256 * 256 + 256) + 2_570_000,
 }
 assert KERAS_COUNTS == {
     "cnn-mnist": 1_199_882,
@@ -51,9 +56,13 @@ assert KERAS_COUNTS == {
     "cnn-cifar100": 13_068_516,
     "cnn-svhn": 6_724_266,
     "lstm-imdb": 213_301,
+    "lstm-ptb": 24_645_392,
+    "seq2seq-manythings": 8_740_624,
 }
 # What a one-framework test file has its probe train (smoke sizes).
-PROBED = ("cnn-mnist", "lstm-imdb", "cnn-cifar10")
+PROBED = ("cnn-mnist", "lstm-imdb", "cnn-cifar10", "lstm-ptb", "seq2seq-manythings")
+# Sequence workloads whose LSTM outputs must not depend on padding (the probe measures it).
+PADDED = ("lstm-imdb", "seq2seq-manythings")
 # Every CNN spec: built in every framework with KERAS_COUNTS' count, trained or not.
 CNN_SPECS = tuple(w for w in spec.known_workloads() if spec.load(w)["family"] == "cnn")
 
@@ -88,11 +97,11 @@ def run_in_env(framework: str, args: Sequence[str], what: str, timeout: int) -> 
     return run_in_envs([framework], args, what, timeout)[framework]
 
 
-def run_probes(frameworks: Iterable[str], workloads: Iterable[str]) -> dict[str, dict]:
+def run_probes(frameworks: Iterable[str], workloads: Iterable[str], timeout: int = 900) -> dict[str, dict]:
     """The probe of each framework, run at the same time: {framework: {"workloads": {name: {...}},
     "versions", "nan_raised", "nan_message"}}."""
     args = ["-m", "bench.frameworks._probe", "{fw}", "--workloads", ",".join(workloads)]
-    out = run_in_envs(frameworks, args, "probe", 900)
+    out = run_in_envs(frameworks, args, "probe", timeout)
     sys.stderr.write(
         "probe seconds: "
         + ", ".join(f"{fw}/{w}={r['seconds']}" for fw, o in out.items() for w, r in o["workloads"].items())
@@ -101,20 +110,20 @@ def run_probes(frameworks: Iterable[str], workloads: Iterable[str]) -> dict[str,
     return out
 
 
-def run_probe(framework: str, workloads: Iterable[str]) -> dict:
+def run_probe(framework: str, workloads: Iterable[str], timeout: int = 900) -> dict:
     """One framework's probe output: {"workloads": {name: {...}}, "versions", "nan_raised", "nan_message"},
     and "framework": its name."""
-    return {**run_probes([framework], workloads)[framework], "framework": framework}
+    return {**run_probes([framework], workloads, timeout)[framework], "framework": framework}
 
 
-def probe_fixture(framework: str, workloads: Iterable[str]):
-    """A module-scoped fixture: run_probe(framework, workloads), run once for the test module."""
+def probe_fixture(framework: str, workloads: Iterable[str], timeout: int = 900):
+    """A module-scoped fixture: run_probe(framework, workloads, timeout), run once for the test module."""
     workloads = tuple(workloads)
 
     @pytest.fixture(scope="module")
     def probe() -> dict:
         """Probe output: {"workloads": {name: {...}}, "versions", "nan_raised", "nan_message"}."""
-        return run_probe(framework, workloads)
+        return run_probe(framework, workloads, timeout)
 
     return probe
 
@@ -152,20 +161,28 @@ def assert_every_cnn_spec_counted(counts: dict[str, int]) -> None:
     assert_keras_counts(counts)
 
 
-def assert_lstm_second_bias(count: int) -> None:
-    """An LSTM with two bias vectors per gate (b_ih and b_hh, as cuDNN does) against Keras' one.
+def second_bias(workload: str) -> int:
+    """Extra numbers of cuDNN-style LSTMs (b_ih and b_hh) over Keras' one bias: 4 gates x units per LSTM.
 
-    Same computation (the two biases only ever appear as their sum), 4 gates x units more numbers.
+    Same computation (the two biases only ever appear as their sum).
     """
+    return sum(4 * units for units in model_layers(spec.load(workload)).lstm_units)
+
+
+def assert_lstm_second_bias(count: int, workload: str = "lstm-imdb") -> None:
+    """A workload's count in a framework whose LSTMs have two bias vectors per gate."""
     units = lstm_units()
     keras_count = 5000 * 32 + 4 * (32 * units + units * units + units) + (units + 1)
     assert keras_count == KERAS_COUNTS["lstm-imdb"] == 213_301
-    assert count - keras_count == 4 * units
+    assert second_bias("lstm-imdb") == 400 and second_bias("lstm-ptb") == 8192
+    assert count - KERAS_COUNTS[workload] == second_bias(workload)
 
 
 def assert_lstm_ignores_padding(probe: dict) -> None:
     # Outputs must not change when the post-padding is cut off: the padding is never read.
-    assert probe["workloads"]["lstm-imdb"]["padding_max_abs_diff"] < 1e-5
+    for workload in PADDED:
+        if workload in probe["workloads"]:
+            assert probe["workloads"][workload]["padding_max_abs_diff"] < 1e-5, workload
 
 
 def assert_nan_raised(probe: dict) -> None:

@@ -82,9 +82,10 @@ probe = check.probe_fixture(FRAMEWORK, check.PROBED)
 
 
 @pytest.mark.slow
-def test_lstm_parameter_count_differs_by_the_second_bias(probe):
+@pytest.mark.parametrize("workload", ("lstm-imdb", "lstm-ptb", "seq2seq-manythings"))
+def test_lstm_parameter_count_differs_by_the_second_bias(probe, workload):
     """links.NStepLSTM keeps two bias vectors per gate (b_ih and b_hh, as cuDNN does), Keras one."""
-    check.assert_lstm_second_bias(probe["workloads"]["lstm-imdb"]["param_count"])
+    check.assert_lstm_second_bias(probe["workloads"][workload]["param_count"], workload)
 
 
 @pytest.mark.slow
@@ -97,11 +98,17 @@ def test_every_cnn_spec_has_keras_parameter_count():
 @pytest.mark.slow
 def test_info_records_what_was_used(probe):
     for workload, info in check.checked_infos(probe, check.PROBED).items():  # threads: OpenBLAS' pool
-        assert info["data_layout"].startswith("NCHW") or workload.startswith("lstm")
-        if info["optimizer"]["name"] == "adam":
+        assert info["data_layout"].startswith("NCHW" if workload.startswith("cnn") else "ids (N, T)")
+        if info["optimizer"]["name"] in ("adam", "adadelta"):
             assert info["optimizer"]["epsilon"] == 1e-7  # Keras' value, passed as Chainer's eps
         assert info["weight_decay_rule"].startswith("decoupled")
-    assert "NStepLSTM" in probe["workloads"]["lstm-imdb"]["info"]["kernels"]["lstm"]
+    for workload in ("lstm-imdb", "lstm-ptb", "seq2seq-manythings"):
+        assert "NStepLSTM" in probe["workloads"][workload]["info"]["kernels"]["lstm"]
+    for workload in ("lstm-ptb", "seq2seq-manythings"):
+        info = probe["workloads"][workload]["info"]
+        assert "AdaDelta" in info["optimizer_impl"]
+        assert "links.Linear" in info["kernels"]["dense"]  # one GEMM over every real step
+    assert "(hy, cy)" in probe["workloads"]["seq2seq-manythings"]["info"]["kernels"]["lstm_decoder"]
 
 
 @pytest.mark.slow

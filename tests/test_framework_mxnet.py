@@ -1,9 +1,10 @@
 """The MXNet (Gluon) framework module, run for real inside its hash-locked environment.
 
 The environment is built with bench.envs.ensure_env (seconds to minutes on first use, then
-cached); bench.frameworks._probe trains cnn-mnist, lstm-imdb and cnn-cifar10 in it on small
-learnable data with one thread, and the same properties are asserted as for PyTorch and Keras
-in tests/test_frameworks.py (the shared checks: tests/frameworkcheck.py).
+cached); bench.frameworks._probe trains cnn-mnist, lstm-imdb, cnn-cifar10, lstm-ptb and
+seq2seq-manythings in it on small learnable data with one thread, and the same properties are
+asserted as for PyTorch and Keras in tests/test_frameworks.py (the shared checks:
+tests/frameworkcheck.py).
 """
 
 from __future__ import annotations
@@ -46,10 +47,11 @@ def test_cnn_mnist_count_by_hand(probe):
 
 
 @pytest.mark.slow
-def test_lstm_parameter_count_has_the_second_bias(probe):
+@pytest.mark.parametrize("workload", ("lstm-imdb", "lstm-ptb", "seq2seq-manythings"))
+def test_lstm_parameter_count_has_the_second_bias(probe, workload):
     """gluon.rnn.LSTM keeps two bias vectors per gate (i2h and h2h, as cuDNN does), Keras one."""
     assert 4 * check.lstm_units() == 400
-    check.assert_lstm_second_bias(probe["workloads"]["lstm-imdb"]["param_count"])
+    check.assert_lstm_second_bias(probe["workloads"][workload]["param_count"], workload)
 
 
 @pytest.mark.slow
@@ -67,6 +69,14 @@ def test_info_records_what_was_used(probe):
         for key in ("input_pipeline", "loss", "weight_decay_rule"):
             assert info[key], key
     assert probe["workloads"]["lstm-imdb"]["info"]["optimizer"]["epsilon"] == 1e-7
+    for workload in ("lstm-ptb", "seq2seq-manythings"):
+        info = probe["workloads"][workload]["info"]
+        assert info["data_layout"].startswith("ids (N, T)")
+        assert info["optimizer"] == {"name": "adadelta", "lr": 1.0, "rho": 0.95, "epsilon": 1e-7, "weight_decay": 0.0}
+        assert "AdaDelta" in info["optimizer_impl"]
+        assert "Dense(flatten=False)" in info["kernels"]["dense"]
+    # The CPU kernel cannot stop at each source's end: the encoder's cell is stepped instead.
+    assert "SequenceLast" in probe["workloads"]["seq2seq-manythings"]["info"]["kernels"]["lstm_encoder_state"]
 
 
 @pytest.mark.slow

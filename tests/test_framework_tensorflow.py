@@ -1,9 +1,10 @@
 """The TensorFlow module, run for real inside its hash-locked environment (slow: builds it once).
 
-bench.frameworks._probe trains cnn-mnist, lstm-imdb and cnn-cifar10 (smoke sizes) with one
-thread; a second script checks, in the same environment, that the CPU LSTM (TensorFlow's fused
-BlockLSTM kernel) and the GPU formulation (tf.keras.layers.LSTM with a right-padded mask, run here
-by TensorFlow's loop) are the same computation, and counts the parameters of the larger CNNs.
+bench.frameworks._probe trains cnn-mnist, lstm-imdb, cnn-cifar10, lstm-ptb and seq2seq-manythings
+(smoke sizes) with one thread; a second script checks, in the same environment, that the CPU LSTMs
+(TensorFlow's fused BlockLSTM kernel and the split recurrence with its own gradient) and the GPU
+formulation (tf.keras.layers.LSTM with a right-padded mask, run here by TensorFlow's loop) are the
+same computation, and counts the parameters of the larger CNNs.
 The checks every framework shares are in tests/frameworkcheck.py.
 """
 
@@ -16,7 +17,7 @@ from tests.frameworkcheck import *  # noqa: F403  (frameworkcheck.__all__: the s
 
 FRAMEWORK = "tensorflow"
 
-# Runs inside the tensorflow environment: the two LSTM paths on one set of weights, and the
+# Runs inside the tensorflow environment: the three LSTM paths on one set of weights, and the
 # parameter counts of the CNN specs the probe does not train.
 LSTM_AND_COUNTS = r"""
 import json, sys
@@ -33,24 +34,44 @@ lengths = np.array([12, 1, 5, 9, 3, 12], dtype=np.int32)
 x = rng.standard_normal((batch, steps, features)).astype(np.float32)
 x[np.arange(steps)[None, :] >= lengths[:, None]] = 0.0
 x, lengths = tf.constant(x), tf.constant(lengths)
-for return_sequences in (False, True):
-    layer = tfw._LSTM(units, use_lengths=True, return_sequences=return_sequences, fused_cpu=True)
-    layer(x, lengths)  # builds the weights
+state0 = [tf.constant(rng.standard_normal((batch, units)).astype(np.float32) * 0.5) for _ in range(2)]
+# (return_sequences, return_state, lengths, initial state): a padded encoder handing its state on
+# (seq2seq-manythings' encoder), a decoder starting from a given state, plain stacked layers.
+cases = {
+    "return_sequences=False": (False, False, lengths, None),
+    "return_sequences=True": (True, False, lengths, None),
+    "return_state, lengths": (False, True, lengths, None),
+    "return_sequences, initial_state": (True, False, None, state0),
+}
+for case, (return_sequences, return_state, lens, init) in cases.items():
+    layer = tfw._LSTM(units, use_lengths=lens is not None, return_sequences=return_sequences, fused_cpu=True,
+                      return_state=return_state)
+    layer(x, lens)  # builds the weights
     weights = layer.trainable_variables
     for w in weights:  # away from Keras' initial values, so every gate block matters
         w.assign(rng.standard_normal(tuple(w.shape)).astype(np.float32) * 0.4)
-    results = []
-    for path in (layer.fused, lambda a, b: layer.masked(a, b, training=True)):
-        with tf.GradientTape() as tape:
-            y = path(x, lengths)
-            loss = tf.reduce_sum(y * tf.cos(tf.range(tf.size(y), dtype=y.dtype)[: y.shape[-1]]))
-        grads = tape.gradient(loss, weights)
-        results.append([y.numpy()] + [g.numpy() for g in grads])
-    out["lstm"][f"return_sequences={return_sequences}"] = {
-        "output": float(np.abs(results[0][0] - results[1][0]).max()),
-        "grads": float(max(np.abs(a - b).max() for a, b in zip(results[0][1:], results[1][1:]))),
-        "grad_scale": float(max(np.abs(b).max() for b in results[1][1:])),
+    paths = {
+        "fused": lambda: layer.fused(x, lens, init),
+        "split": lambda: layer.split(x, lens, init),
+        "masked": lambda: layer.masked(x, lens, training=True, initial_state=init),
     }
+    results = {}
+    for path, run in paths.items():
+        with tf.GradientTape() as tape:
+            tape.watch([x, *(init or [])])
+            ys = run()
+            ys = ys if isinstance(ys, list) else [ys]
+            loss = sum(tf.reduce_sum(y * tf.cos(tf.range(y.shape[-1], dtype=y.dtype) + k)) for k, y in enumerate(ys))
+        grads = tape.gradient(loss, [*weights, x, *(init or [])])
+        results[path] = ([y.numpy() for y in ys], [g.numpy() for g in grads])
+    ref_out, ref_grads = results["masked"]
+    for path in ("fused", "split"):
+        outs, grads = results[path]
+        out["lstm"][f"{path} vs masked, {case}"] = {
+            "output": float(max(np.abs(a - b).max() for a, b in zip(outs, ref_out))),
+            "grads": float(max(np.abs(a - b).max() for a, b in zip(grads, ref_grads))),
+            "grad_scale": float(max(np.abs(b).max() for b in ref_grads)),
+        }
 for name in sys.argv[1].split(","):
     wl = specs.load(name, "smoke")
     out["param_count"][name] = tfw.make_trainer(wl, probe_data(wl), "cpu", 0).param_count()
@@ -82,11 +103,13 @@ def test_larger_cnn_parameter_counts(probe, lstm_and_counts):
 
 @pytest.mark.slow
 def test_cpu_and_gpu_lstm_formulations_agree(lstm_and_counts):
-    """BlockLSTM (CPU) and tf.keras.layers.LSTM with a mask (cuDNN on a GPU): same values, same gradients.
+    """BlockLSTM and the split recurrence (CPU) and tf.keras.layers.LSTM with a mask (cuDNN on a GPU):
+    same values and gradients (weights, inputs, initial state), sequence or last real step, final state.
 
-    Guards the gate reordering and the choice of BlockLSTM over BlockLSTMV2 (whose gradient is
-    wrong in TensorFlow 2.21).
+    Guards the gate reordering, the choice of BlockLSTM over BlockLSTMV2 (whose gradient is wrong in
+    TensorFlow 2.21) and the split recurrence's hand-written gradient.
     """
+    assert len(lstm_and_counts["lstm"]) == 8
     for case, diff in lstm_and_counts["lstm"].items():
         assert diff["output"] < 1e-5, (case, diff)
         assert diff["grads"] < 1e-4 * max(1.0, diff["grad_scale"]), (case, diff)
@@ -99,6 +122,8 @@ def test_info_records_what_was_used(probe):
         assert info["input_pipeline"].startswith("tf.data")
         assert info["optimizer"].get("epsilon", 1e-7) == 1e-7
     assert "BlockLSTM" in probe["workloads"]["lstm-imdb"]["info"]["kernels"]["lstm"]
+    assert "split recurrence" in probe["workloads"]["lstm-ptb"]["info"]["kernels"]["lstm"]  # 1024 units
+    assert "lstm_state" in probe["workloads"]["seq2seq-manythings"]["info"]["kernels"]
 
 
 @pytest.mark.slow

@@ -1,46 +1,86 @@
 """The Theano framework module, run for real inside its hash-locked environment.
 
 The environment is built with bench.envs.ensure_env (about a minute on first use: Theano 1.0.5 is
-an sdist, then cached); bench.frameworks._probe trains cnn-mnist, lstm-imdb and cnn-cifar10 in it
-on small learnable data with one thread, and the same properties are asserted as for PyTorch and
-Keras in tests/test_frameworks.py. Theano compiles its graphs with g++ against OpenBLAS (Debian:
-g++, libopenblas-dev): a cold compile cache costs minutes, hence the long timeouts.
+an sdist, then cached); bench.frameworks._probe trains check.PROBED in it on small learnable data
+with one thread, and the same properties are asserted as for every framework (the shared checks:
+tests/frameworkcheck.py). Here: Theano's own checks (the lock's pins, the per-environment compile
+cache, the hand-written Adadelta, no silent CPU run for 'gpu') and its parameter counts, which
+equal Keras' exactly (the hand-written LSTM has one bias per gate). Theano compiles its graphs
+with g++ against OpenBLAS (Debian: g++, libopenblas-dev): a cold compile cache costs minutes.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from bench import envs, spec
+from tests import frameworkcheck as check
+from tests.frameworkcheck import *  # noqa: F403  (frameworkcheck.__all__: the shared tests, run here)
 
-REPO = Path(__file__).resolve().parents[1]
 FRAMEWORK = "theano"
-WORKLOADS = ("cnn-mnist", "lstm-imdb", "cnn-cifar10")
 # versions() key -> the package pinned for it in the lock.
 PINNED = {"theano": "theano", "numpy": "numpy", "scipy": "scipy"}
-# Trainable parameters in Keras' convention (one LSTM bias per gate), counted with keras 3.15.
-# The Theano LSTM is written like Keras' (one bias per gate), so every count is equal.
-KERAS_COUNTS = {
-    "cnn-mnist": 1_199_882,
-    "cnn-cifar10": 1_250_858,
-    "cnn-cifar100": 13_068_516,
-    "cnn-svhn": 6_724_266,
-    "lstm-imdb": 213_301,
-}
-PROBE_TIMEOUT_S = 1800  # a cold compile cache on a busy 2-core machine: ~5 min of g++ alone
+BUILD_TIMEOUT_S = 1800  # a cold compile cache on a busy 2-core machine: minutes of g++
+# Runs inside the theano environment: builds each named CNN spec (argv[1], comma-separated) without
+# training it; prints its parameter count and output shape for a batch of two.
+BUILD_SCRIPT = """
+import json, sys
+import numpy as np
+from bench import spec
+from bench.frameworks import _common, theano as th  # sets THEANO_FLAGS, then imports theano
+theano = th.theano
+out = {}
+for w in sys.argv[1].split(","):
+    model = _common.model_layers(spec.load(w, 'smoke'))
+    net = th.SpecNet(model, 0)
+    x = theano.tensor.tensor4(dtype=th.FLOATX)
+    h, w_, c = model.input_shape
+    y = theano.function([x], net.forward(x, None, deterministic=True))(np.zeros((2, c, h, w_), th.FLOATX))
+    out[w] = [sum(int(p.get_value().size) for p in net.params), list(y.shape)]
+print(json.dumps(out))
+"""
+# Runs inside the theano environment: three steps of the module's Adadelta (with decoupled weight
+# decay) on loss = sum(c * p^2), against Keras 2's formulas in NumPy (float64).
+ADADELTA_SCRIPT = """
+import json
+import numpy as np
+from bench.frameworks import theano as th
+theano = th.theano
+opt = {"lr": 0.5, "rho": 0.9, "epsilon": 1e-7, "weight_decay": 0.01}
+p0 = np.array([1.0, -2.0, 0.5, 3.0])
+c = np.array([0.5, 1.0, 2.0, 0.25])
+p = theano.shared(p0.astype(th.FLOATX), name="p")
+loss = (c.astype(th.FLOATX) * p ** 2).sum()
+decay = th._floatx(1.0 - opt["lr"] * opt["weight_decay"])
+step = theano.function([], loss, updates=th._adadelta_updates([p], theano.grad(loss, [p]), opt, decay))
+w, a, d = p0.copy(), np.zeros(4), np.zeros(4)
+for _ in range(3):
+    step()
+    g = 2 * c * w
+    a = opt["rho"] * a + (1 - opt["rho"]) * g ** 2
+    update = g * np.sqrt(d + opt["epsilon"]) / np.sqrt(a + opt["epsilon"])
+    d = opt["rho"] * d + (1 - opt["rho"]) * update ** 2
+    w = w * (1 - opt["lr"] * opt["weight_decay"]) - opt["lr"] * update
+print(json.dumps({"theano": p.get_value().tolist(), "keras2": w.tolist()}))
+"""
+# Runs inside the theano environment: asks for device 'gpu'; prints the error it gets.
+GPU_SCRIPT = """
+import json
+from bench import spec
+from bench.frameworks import _probe, theano as th
+s = spec.load('cnn-mnist', 'smoke')
+try:
+    th.make_trainer(s, _probe.probe_data(s), 'gpu', 0)
+    print(json.dumps({"error": None}))
+except RuntimeError as exc:
+    print(json.dumps({"error": str(exc)}))
+"""
 
 
-def _env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(REPO), "DLREPRO_THREADS": "1"}
-
-
+# -- the lock (fast) -------------------------------------------------------------------------------
 def test_lock_pins_the_versions_theano_needs():
     """numpy < 1.24 (np.complex), scipy < 1.11, Theano 1.0.5: what the FACTS say works on 3.11."""
     lock = envs.lock_path(FRAMEWORK).read_text()
@@ -52,51 +92,16 @@ def test_lock_pins_the_versions_theano_needs():
     assert pins["nvidia-ml-py"].startswith("13.")
 
 
-@pytest.fixture(scope="module")
-def python() -> Path:
-    return envs.ensure_env(FRAMEWORK).python
-
-
-@pytest.fixture(scope="module")
-def probe(python) -> dict:
-    """Probe output: {"workloads": {name: {...}}, "versions", "nan_raised", "nan_message"}."""
-    proc = subprocess.run(
-        [str(python), "-m", "bench.frameworks._probe", FRAMEWORK, "--workloads", ",".join(WORKLOADS)],
-        cwd=REPO, env=_env(), stdin=subprocess.DEVNULL, capture_output=True, text=True,
-        timeout=PROBE_TIMEOUT_S,
-    )
-    assert proc.returncode == 0, f"theano probe failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}"
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
-    sys.stderr.write(
-        "probe seconds: "
-        + ", ".join(
-            f"theano/{w}={r['seconds']} (compile {r['info']['compile_seconds']})" for w, r in out["workloads"].items()
-        )
-        + "\n"
-    )
-    return out
+# -- the probe in the theano environment (slow) ----------------------------------------------------
+# An empty compile cache (a new environment) costs minutes of g++ before the first step.
+probe = check.probe_fixture(FRAMEWORK, check.PROBED, timeout=2400)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("workload", WORKLOADS)
-def test_loss_falls_and_accuracy_is_sane(probe, workload):
-    result = probe["workloads"][workload]
-    losses = result["losses"]
-    assert all(0 < loss < 10 for loss in losses), losses
-    assert losses[-1] < losses[0], f"theano {workload}: loss did not fall: {losses}"
-    assert 0.0 <= result["test_accuracy"] <= 1.0
-    assert all(0.0 <= acc <= 1.0 for acc in result["train_accuracy"])
-    # Dropout is off at test time, so two evaluations of the same weights agree exactly.
-    assert result["test_accuracy"] == result["test_accuracy_again"]
-    if workload == "cnn-mnist":
-        chance = 1 / spec.load(workload)["model"]["num_classes"]
-        assert result["test_accuracy"] > chance + 0.05, result["test_accuracy"]
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("workload", WORKLOADS)
+@pytest.mark.parametrize("workload", check.PROBED)
 def test_parameter_counts_equal_keras(probe, workload):
-    assert probe["workloads"][workload]["param_count"] == KERAS_COUNTS[workload]
+    # Every probed workload, LSTMs included: one bias per gate, so no second_bias() on top.
+    check.assert_keras_counts({workload: probe["workloads"][workload]["param_count"]})
 
 
 @pytest.mark.slow
@@ -108,97 +113,79 @@ def test_cnn_mnist_count_by_hand(probe):
 @pytest.mark.slow
 def test_lstm_parameter_count_has_one_bias_per_gate(probe):
     """The hand-written LSTM keeps one bias vector per gate, as Keras: no +4*units of PyTorch/cuDNN."""
-    layers = spec.load("lstm-imdb")["model"]["layers"]
-    units = next(layer["units"] for layer in layers if layer["type"] == "lstm")
+    units = check.lstm_units()
     keras_count = 5000 * 32 + 4 * (32 * units + units * units + units) + (units + 1)
     assert probe["workloads"]["lstm-imdb"]["param_count"] == keras_count == 213_301
+    for workload in ("lstm-ptb", "seq2seq-manythings"):
+        count = probe["workloads"][workload]["param_count"]
+        assert check.second_bias(workload) > 0
+        assert count == check.KERAS_COUNTS[workload], (workload, count - check.KERAS_COUNTS[workload])
 
 
 @pytest.mark.slow
-def test_every_cnn_spec_builds_with_the_keras_count(python):
+def test_every_cnn_spec_builds_with_the_keras_count():
     """cnn-cifar100 and cnn-svhn ('same' pools with stride 1) are only built and run forward."""
-    code = (
-        "import json\n"
-        "import numpy as np\n"
-        "from bench import spec\n"
-        "from bench.frameworks import _common, theano as th  # sets THEANO_FLAGS, then imports theano\n"
-        "theano = th.theano\n"
-        "out = {}\n"
-        "for w in ('cnn-mnist', 'cnn-cifar10', 'cnn-cifar100', 'cnn-svhn'):\n"
-        "    model = _common.model_layers(spec.load(w, 'smoke'))\n"
-        "    net = th.SpecNet(model, 0)\n"
-        "    x = theano.tensor.tensor4(dtype=th.FLOATX)\n"
-        "    h, w_, c = model.input_shape\n"
-        "    y = theano.function([x], net.forward(x, None, deterministic=True))(np.zeros((2, c, h, w_), th.FLOATX))\n"
-        "    out[w] = [sum(int(p.get_value().size) for p in net.params), list(y.shape)]\n"
-        "print(json.dumps(out))\n"
-    )
-    proc = subprocess.run([str(python), "-c", code], cwd=REPO, env=_env(), stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, timeout=PROBE_TIMEOUT_S)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    built = json.loads(proc.stdout.strip().splitlines()[-1])
-    for workload, (count, shape) in built.items():
-        assert count == KERAS_COUNTS[workload], workload
+    built = check.run_in_env(FRAMEWORK, ["-c", BUILD_SCRIPT, ",".join(check.CNN_SPECS)], "CNN build",
+                             BUILD_TIMEOUT_S)
+    check.assert_every_cnn_spec_counted({workload: count for workload, (count, _) in built.items()})
+    for workload, (_, shape) in built.items():
         assert shape == [2, spec.load(workload)["model"]["num_classes"]], workload
 
 
 @pytest.mark.slow
-def test_lstm_reads_the_last_real_step(probe):
-    # Outputs must not change when the post-padding is cut off: the mask keeps the last real state.
-    assert probe["workloads"]["lstm-imdb"]["padding_max_abs_diff"] < 1e-5
-
-
-@pytest.mark.slow
-def test_non_finite_loss_raises(probe):
-    assert probe["nan_raised"], probe["nan_message"]
-    assert re.search(r"(nan|inf)", probe["nan_message"])
-
-
-@pytest.mark.slow
 def test_info_records_what_was_used(probe):
-    for workload in WORKLOADS:
-        info = probe["workloads"][workload]["info"]
-        assert info["device_name"]
-        assert info["threads"]["intra_op"] == 1  # DLREPRO_THREADS=1 reached OpenBLAS
-        assert info["data_layout"]
-        assert info["optimizer"]["name"] == spec.load(workload)["training"]["optimizer"]["name"]
-        expected_kernel = "conv2d" if workload.startswith("cnn") else "lstm"
-        assert expected_kernel in info["kernels"]
+    for workload, info in check.checked_infos(probe, check.PROBED).items():  # threads: OpenBLAS' pool
         for key in ("input_pipeline", "loss", "weight_decay_rule"):
             assert info[key], key
         config = info["theano_config"]
         assert config["floatX"] == "float32"
         assert "openblas" in config["blas.ldflags"]
         # The compile cache belongs to the environment, never the shared ~/.theano.
-        assert "theano-compiledir" in config["compiledir"] or "dlrepro" in config["compiledir"]
+        assert "theano-compiledir" in config["compiledir"] or "dlrepro" in config["compiledir"], workload
+        assert info["compile_seconds"] >= 0
+    workloads = {w: probe["workloads"][w]["info"] for w in check.PROBED}
     # Convolutions ran as CorrMM (im2col + BLAS in C), not a Python fallback.
-    assert "CorrMM" in probe["workloads"]["cnn-mnist"]["info"]["kernels"]["conv2d"]
-    assert probe["workloads"]["lstm-imdb"]["info"]["optimizer"]["epsilon"] == 1e-7
+    assert "CorrMM" in workloads["cnn-mnist"]["kernels"]["conv2d"]
+    assert workloads["lstm-imdb"]["optimizer"]["epsilon"] == 1e-7
+    for workload in ("lstm-ptb", "seq2seq-manythings"):
+        info = workloads[workload]
+        assert info["data_layout"] == "ids (N, T)"
+        assert {k: info["optimizer"][k] for k in ("name", "lr", "rho", "epsilon")} == {
+            "name": "adadelta", "lr": 1.0, "rho": 0.95, "epsilon": 1e-7}
+        assert "scan" in info["kernels"]["lstm"] and "one bias per gate" in info["kernels"]["lstm"]
+        # The per-step dense is BLAS gemm over (N*T, units), not a loop of small products.
+        assert "(N*T, units)" in info["kernels"]["dense"] and "Dot22" in info["kernels"]["dense"]
+    assert "lstm_lengths" not in workloads["lstm-ptb"]["kernels"]  # no padding: no mask
+    assert "encoder" in workloads["seq2seq-manythings"]["kernels"]["lstm_initial_state"]
 
 
 @pytest.mark.slow
-def test_gpu_request_fails_clearly(python):
-    """No pygpu on PyPI: device 'gpu' must be a clear RuntimeError, never a silent CPU run."""
-    code = (
-        "from bench import spec\n"
-        "from bench.frameworks import _probe, theano as th\n"
-        "s = spec.load('cnn-mnist', 'smoke')\n"
-        "try:\n"
-        "    th.make_trainer(s, _probe.probe_data(s), 'gpu', 0)\n"
-        "except RuntimeError as exc:\n"
-        "    print('RuntimeError:', exc)\n"
+def test_compile_cost_is_reported(probe):
+    """Theano's graph optimization and g++ run at setup; each workload's info records the seconds."""
+    sys.stderr.write(
+        "theano compile seconds: "
+        + ", ".join(f"{w}={r['info']['compile_seconds']} of {r['seconds']}" for w, r in probe["workloads"].items())
+        + "\n"
     )
-    proc = subprocess.run([str(python), "-c", code], cwd=REPO, env=_env(), stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    assert "RuntimeError:" in proc.stdout and "pygpu" in proc.stdout, proc.stdout
+    for result in probe["workloads"].values():
+        assert 0 <= result["info"]["compile_seconds"] <= result["seconds"]
+
+
+@pytest.mark.slow
+def test_adadelta_is_keras2s():
+    """The hand-written Adadelta (with decoupled weight decay) follows Keras 2's formulas step by step."""
+    out = check.run_in_env(FRAMEWORK, ["-c", ADADELTA_SCRIPT], "Adadelta steps", BUILD_TIMEOUT_S)
+    assert out["theano"] == pytest.approx(out["keras2"], rel=1e-5, abs=1e-6)
+    assert out["theano"] != pytest.approx([1.0, -2.0, 0.5, 3.0])  # it moved
+
+
+@pytest.mark.slow
+def test_gpu_request_fails_clearly():
+    """No pygpu on PyPI: device 'gpu' must be a clear RuntimeError, never a silent CPU run."""
+    out = check.run_in_env(FRAMEWORK, ["-c", GPU_SCRIPT], "gpu request", 300)
+    assert out["error"] and "pygpu" in out["error"], out
 
 
 @pytest.mark.slow
 def test_reported_versions_match_the_lock(probe):
-    lock = envs.ensure_env(FRAMEWORK).lock_path.read_text()
-    versions = probe["versions"]
-    for key, package in PINNED.items():
-        pinned = re.search(rf"^{re.escape(package)}==(\S+)", lock, re.MULTILINE)
-        assert pinned, f"{package} is not pinned in the theano lock"
-        assert versions[key] == pinned.group(1), f"theano env imported {key} {versions[key]}"
+    check.assert_versions_match_lock(FRAMEWORK, probe["versions"], PINNED)

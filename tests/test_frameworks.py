@@ -16,11 +16,11 @@ from bench.frameworks import known_frameworks
 from tests import frameworkcheck as check
 
 FRAMEWORKS = ("pytorch", "keras")
-WORKLOADS = ("cnn-mnist", "lstm-imdb", "cnn-cifar10", "cnn-svhn")
+WORKLOADS = ("cnn-mnist", "lstm-imdb", "cnn-cifar10", "cnn-svhn", "lstm-ptb", "seq2seq-manythings")
 # Workloads whose smoke-sized training must lower the loss within the probe's 3 epochs. cnn-cifar10
 # and cnn-svhn train too (3 x 4 and 3 x 2 steps), but their loss barely moves that soon (PyTorch's
 # default initialization: 2.302 -> 2.300 in 8 epochs of cnn-cifar10), so they are not held to it.
-LEARNS = ("cnn-mnist", "lstm-imdb")
+LEARNS = ("cnn-mnist", "lstm-imdb", "lstm-ptb", "seq2seq-manythings")
 # Every other CNN spec (cnn-cifar100, the largest): built but not trained, to keep this test short.
 COUNT_ONLY = tuple(w for w in check.CNN_SPECS if w not in WORKLOADS)
 # Runs inside a framework's environment: builds each named spec's trainer and prints its parameter count.
@@ -81,11 +81,12 @@ def test_cnn_parameter_counts_are_equal(probes, built_counts):
 
 
 @pytest.mark.slow
-def test_lstm_parameter_counts_differ_by_the_second_bias(probes):
+@pytest.mark.parametrize("workload", ("lstm-imdb", "lstm-ptb", "seq2seq-manythings"))
+def test_lstm_parameter_counts_differ_by_the_second_bias(probes, workload):
     """torch.nn.LSTM keeps two bias vectors per gate (b_ih and b_hh, as cuDNN does), Keras one."""
-    keras_count = probes["keras"]["workloads"]["lstm-imdb"]["param_count"]
-    assert keras_count == check.KERAS_COUNTS["lstm-imdb"]
-    check.assert_lstm_second_bias(probes["pytorch"]["workloads"]["lstm-imdb"]["param_count"])
+    keras_count = probes["keras"]["workloads"][workload]["param_count"]
+    assert keras_count == check.KERAS_COUNTS[workload]
+    check.assert_lstm_second_bias(probes["pytorch"]["workloads"][workload]["param_count"], workload)
 
 
 @pytest.mark.slow

@@ -10,7 +10,9 @@ the prepared-data format, and prints one JSON object on stdout:
      "nan_raised", "nan_message"}
 
 padding_max_abs_diff: largest change of the model's outputs when post-padding is cut off
-(sequences only); it must be ~0 if the model reads the last *real* LSTM state.
+(sequences only); it must be ~0 if the model reads the last *real* LSTM state. For an
+encoder-decoder the source padding is cut, through the trainer's outputs(batch) method (logits
+for a batch of role arrays, in inference mode), which encoder-decoder trainers provide.
 """
 
 from __future__ import annotations
@@ -69,13 +71,69 @@ def sequence_data(n_train: int, n_test: int, maxlen: int, vocab: int, seed: int 
     return PreparedData(meta={"source": "probe"}, train=make(n_train), test=make(n_test))
 
 
+def language_data(n_train: int, n_test: int, steps: int, vocab: int, seed: int = 0) -> PreparedData:
+    """Windows of a stream where 80 % of tokens follow their predecessor by a fixed rule (ids < 64)."""
+    rng = np.random.default_rng(seed)
+    active = min(64, vocab)
+    successor = rng.permutation(active)
+
+    def make(n: int) -> dict[str, np.ndarray]:
+        stream = np.empty(n * steps + 1, dtype=np.int32)
+        stream[0] = 0
+        jumps = rng.integers(0, active, len(stream))
+        follow = rng.random(len(stream)) < 0.8
+        for t in range(1, len(stream)):
+            stream[t] = successor[stream[t - 1]] if follow[t] else jumps[t]
+        return {"x": stream[:-1].reshape(n, steps).copy(), "y": stream[1:].reshape(n, steps).copy()}
+
+    return PreparedData(meta={"source": "probe"}, train=make(n_train), test=make(n_test))
+
+
+def translation_data(n_train: int, n_test: int, maxlen: int, vocab: int, seed: int = 0) -> PreparedData:
+    """Source ids 4..43, post-padded; the target is the source word by word through a fixed map.
+
+    Laid out like data/manythings.py: x_dec = <start>(2) + target, y = target + <end>(3), y_len.
+    """
+    rng = np.random.default_rng(seed)
+    words = np.arange(4, min(44, vocab))
+    mapping = dict(zip(words, rng.permutation(words)))
+
+    def make(n: int) -> dict[str, np.ndarray]:
+        lengths = rng.integers(3, maxlen - 1, n)
+        x, x_dec, y = (np.zeros((n, maxlen), dtype=np.int32) for _ in range(3))
+        for i, length in enumerate(lengths):
+            src = rng.choice(words, length)
+            tgt = [mapping[w] for w in src]
+            x[i, :length] = src
+            x_dec[i, : length + 1] = [2, *tgt]
+            y[i, : length + 1] = [*tgt, 3]
+        return {"x": x, "len": lengths.astype(np.int32), "x_dec": x_dec, "y": y,
+                "y_len": (lengths + 1).astype(np.int32)}
+
+    return PreparedData(meta={"source": "probe"}, train=make(n_train), test=make(n_test))
+
+
 def probe_data(spec: dict) -> PreparedData:
     """Learnable data shaped like the workload's dataset, sized by the spec's subset sizes."""
     n_train, n_test = spec["data"]["train_subset"] or 512, spec["data"]["test_subset"] or 256
     model = spec["model"]
     if "input_shape" in model:
         return image_data(n_train, n_test, model["input_shape"], model["num_classes"])
+    if model.get("architecture") == "encoder_decoder":
+        return translation_data(n_train, n_test, model["maxlen"], model["vocab_size"])
+    if spec["task"] == "language_model":
+        return language_data(n_train, n_test, model["maxlen"], model["vocab_size"])
     return sequence_data(n_train, n_test, model["maxlen"], model["vocab_size"])
+
+
+def source_padding_diff(trainer: Any, data: PreparedData) -> float:
+    """Encoder-decoder: max |logits(padded source) - logits(source padding cut off)|."""
+    lengths = data.len_test
+    length = int(lengths[0])
+    rows = np.flatnonzero(lengths == length)[:8]
+    batch = {role: arr[rows] for role, arr in data.test.items()}
+    cut = {**batch, "x": np.ascontiguousarray(batch["x"][:, :length])}
+    return float(np.abs(np.asarray(trainer.outputs(batch)) - np.asarray(trainer.outputs(cut))).max())
 
 
 def padding_diff(framework: str, trainer: Any, data: PreparedData) -> float:
@@ -125,7 +183,9 @@ def run_workload(module: ModuleType, name: str, epochs: int, device: str) -> dic
         "padding_max_abs_diff": None,
         "info": trainer.info(),
     }
-    if "len" in data.test:
+    if "x_dec" in data.test:
+        result["padding_max_abs_diff"] = source_padding_diff(trainer, data)
+    elif "len" in data.test:
         result["padding_max_abs_diff"] = padding_diff(module.NAME, trainer, data)
     result["seconds"] = round(time.perf_counter() - started, 2)
     return result

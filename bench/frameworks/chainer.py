@@ -12,6 +12,14 @@ time steps in NumPy with a batch that shrinks as sequences end. NStepLSTM keeps 
 per gate (b_ih and b_hh, as cuDNN does): 4 * units more parameters than Keras' LSTM, the same
 computation (the two only ever appear as their sum).
 
+Sequence outputs (language models, decoders) stay in that form, as in Chainer's seq2seq example:
+the per-step dense layer is one links.Linear over the concatenated real steps (one GEMM over
+(sum of lengths, units)) and softmax_cross_entropy's mean over those rows is the loss. An
+encoder-decoder passes the encoder NStepLSTM's final (hy, cy) - each source's state after its
+last real token - as the decoder NStepLSTM's (hx, cx), and the decoder reads only the counted
+steps of x_dec (the first y_len): an LSTM never looks ahead, so the later steps change nothing
+that is counted. outputs() runs the decoder over every step instead, for (N, T, classes) logits.
+
 Padding: Keras' 'same' rule (_common) — symmetric padding goes to the link's own `pad`, an
 asymmetric one (even windows, strides) is an explicit F.pad before it (zeros for convolutions,
 -inf for max pooling, as TensorFlow does). max_pooling_2d runs with cover_all=False: Chainer's
@@ -57,6 +65,13 @@ PACKAGE = "chainer"  # whose version is the framework's version
 GPU_CHECK_EVERY = 20
 
 _ACTIVATIONS = {"relu": F.relu, "tanh": F.tanh, "sigmoid": F.sigmoid}
+# Lengths stay on the host: they size the split of a batch into sequences.
+_HOST_ROLES = ("len", "y_len")
+_LOSS_NAMES = {
+    "categorical": "softmax_cross_entropy",
+    "binary": "sigmoid_cross_entropy",
+    "sequence": "softmax_cross_entropy over the counted tokens' rows (mean = sum / counted tokens)",
+}
 
 
 def _blas() -> list[dict]:
@@ -151,44 +166,60 @@ class _Embed(chainer.Chain):
 
 
 class _LSTM(chainer.Chain):
-    """links.NStepLSTM over a list of variable-length sequences (one layer, no dropout)."""
+    """links.NStepLSTM over a list of variable-length sequences (one layer, no dropout).
 
-    def __init__(self, input_size: int, units: int, return_sequences: bool):
+    returns_state (an encoder's last LSTM): returns its final (hy, cy); takes_state (a decoder's
+    LSTM): starts from a given (hx, cx). Both are (layers=1, batch, units), in batch order.
+    """
+
+    def __init__(self, input_size: int, units: int, return_sequences: bool, returns_state: bool = False,
+                 takes_state: bool = False):
         super().__init__()
         self.return_sequences = return_sequences
+        self.returns_state = returns_state
+        self.takes_state = takes_state
         with self.init_scope():
             self.lstm = L.NStepLSTM(1, input_size, units, 0.0)
 
-    def forward(self, xs: list) -> Any:
-        hy, _, ys = self.lstm(None, None, xs)
-        # hy: (layers, batch, units), each sequence's state after its own last element.
+    def forward(self, xs: list, hx: Any = None, cx: Any = None) -> Any:
+        hy, cy, ys = self.lstm(hx, cx, xs)
+        # hy, cy: (layers, batch, units), each sequence's state after its own last element.
+        if self.returns_state:
+            return hy, cy
         return list(ys) if self.return_sequences else hy[-1]
 
 
 class SpecChain(chainer.Chain):
     """A stack of links and functions built from a spec; token ids and lengths go to the embedding.
 
-    Calling it returns logits as a Variable in the current chainer.config; called with
-    `training=True/False` it runs in that mode and returns the logits as a host NumPy array
-    (inference convenience, like a Keras model called with training=False).
+    Calling it returns logits as a Variable in the current chainer.config - for a model that
+    predicts every step, (sum of lengths, classes): the real steps, sequence after sequence. Called
+    with `training=True/False` it runs in that mode and returns the logits as a host NumPy array
+    (inference convenience, like a Keras model called with training=False). `state` (hx, cx)
+    starts the LSTM marked takes_state (a decoder).
     """
 
-    def __init__(self, steps: list[tuple[str, Any]], takes_ids: bool, use_lengths: bool):
+    def __init__(self, steps: list[tuple[str, Any]], takes_ids: bool, use_lengths: bool, caller_lengths: bool = False):
         super().__init__()
         with self.init_scope():
             # The links in order; `steps` refers to the same objects, so to_device moves both.
             self.layers = chainer.ChainList(*[fn for _, fn in steps if isinstance(fn, chainer.Link)])
         self.steps = steps
         self.takes_ids = takes_ids
-        self.use_lengths = use_lengths
+        self.use_lengths = use_lengths or caller_lengths
+        self.caller_lengths = caller_lengths  # lengths None = every step (not the count of non-zero ids)
 
-    def forward(self, x: Any, lengths: np.ndarray | None = None, training: bool | None = None) -> Any:
+    def forward(self, x: Any, lengths: np.ndarray | None = None, training: bool | None = None,
+                state: tuple[Any, Any] | None = None) -> Any:
         if training is not None:
             with chainer.using_config("train", training), chainer.using_config("enable_backprop", training):
-                out = self.forward(self.device.send(np.asarray(x)) if isinstance(x, np.ndarray) else x, lengths)
+                out = self.forward(self.device.send(np.asarray(x)) if isinstance(x, np.ndarray) else x, lengths,
+                                   state=state)
             return cuda.to_cpu(out.array)
         if self.takes_ids:
             if not self.use_lengths:
+                lengths = np.full(x.shape[0], x.shape[1], dtype=np.int64)
+            elif lengths is None and self.caller_lengths:
                 lengths = np.full(x.shape[0], x.shape[1], dtype=np.int64)
             elif lengths is None:  # post-padded ids: the real length is the count of non-zero ids
                 lengths = cuda.to_cpu((x != 0).sum(axis=1))
@@ -197,7 +228,9 @@ class SpecChain(chainer.Chain):
             if kind == "embedding":
                 x = fn(x, lengths)
             elif kind == "lstm":  # takes the whole list of sequences
-                x = fn(x)
+                x = fn(x, *state) if fn.takes_state else fn(x)
+            elif isinstance(x, list) and kind == "dense":  # every step at once: one GEMM over the real steps
+                x = fn(F.concat(x, axis=0))
             elif isinstance(x, list):  # elementwise steps on a list of sequences
                 x = [fn(s) for s in x]
             else:
@@ -205,16 +238,45 @@ class SpecChain(chainer.Chain):
         return x
 
 
-def build_model(model: _common.Model) -> SpecChain:
-    """Translate validated spec layers into Chainer links/functions, tracking shapes (C, H, W) or (features,)."""
+class EncoderDecoder(chainer.Chain):
+    """Encoder over the source (reading its lengths); its final (hy, cy) starts the decoder's NStepLSTM."""
+
+    def __init__(self, encoder: SpecChain, decoder: SpecChain):
+        super().__init__()
+        with self.init_scope():
+            self.encoder = encoder
+            self.decoder = decoder
+
+    def forward(self, x: Any, lengths: np.ndarray, x_dec: Any, dec_steps: np.ndarray | None = None) -> Any:
+        """Logits of the decoder's first dec_steps steps of each row (all steps if None), teacher forcing."""
+        return self.decoder(x_dec, dec_steps, state=self.encoder(x, lengths))
+
+
+def build_model(model: _common.Model) -> SpecChain | EncoderDecoder:
+    """Translate validated spec layers into Chainer links/functions: a SpecChain, or an EncoderDecoder of two."""
+    if model.encoder is None:
+        return _build_stack(model.layers, model.input_shape)
+    encoder = _build_stack(model.encoder, None, returns_state=True)
+    # The decoder's steps are chosen by the caller (dec_steps), not by its ids' zeros.
+    return EncoderDecoder(encoder, _build_stack(model.layers, None, caller_lengths=True))
+
+
+def _build_stack(layers: list[dict], input_shape: tuple[int, ...] | None, returns_state: bool = False,
+                 caller_lengths: bool = False) -> SpecChain:
+    """One layer list as a SpecChain, tracking shapes (C, H, W) or (features,).
+
+    returns_state: the list is an encoder, whose last LSTM returns its final (hy, cy).
+    caller_lengths: the lengths passed in are used as given (None = every step).
+    """
     steps: list[tuple[str, Any]] = []
-    # Images: (C, H, W). Token sequences: ("seq", features) while time steps remain, then (features,).
+    # Images: (C, H, W). Token sequences: ("seq", features) while time steps remain, ("steps", features)
+    # once a dense layer has run on every real step, then (features,).
     shape: tuple[Any, ...] = ()
-    if model.input_shape:
-        h, w, c = model.input_shape
+    if input_shape:
+        h, w, c = input_shape
         shape = (c, h, w)
     use_lengths = False
-    for i, layer in enumerate(model.layers):
+    for i, layer in enumerate(layers):
         kind = layer["type"]
         if kind == "conv2d":
             c, h, w = _image_shape(shape, i, kind)
@@ -235,30 +297,32 @@ def build_model(model: _common.Model) -> SpecChain:
             steps.append((kind, lambda x: F.reshape(x, (x.shape[0], -1))))
             shape = (flat,)
         elif kind == "dense":
-            if len(shape) != 1:
+            if len(shape) not in (1, 2):
                 raise _common.SpecError(f"layer {i}: dense needs flat input (add a flatten; got {shape})")
-            steps.append((kind, L.Linear(shape[0], layer["units"])))
-            shape = (layer["units"],)
+            steps.append((kind, L.Linear(shape[-1], layer["units"])))
+            shape = ("steps", layer["units"]) if len(shape) == 2 else (layer["units"],)
         elif kind == "embedding":
             if i != 0:
                 raise _common.SpecError(f"layer {i}: embedding must be the first layer (it reads token ids)")
             steps.append((kind, _Embed(layer["input_dim"], layer["output_dim"])))
             shape = ("seq", layer["output_dim"])
         elif kind == "lstm":
-            if len(shape) != 2:
+            if len(shape) != 2 or shape[0] != "seq":
                 raise _common.SpecError(f"layer {i}: lstm needs a sequence input (got {shape})")
             if layer["use_lengths"] and not (steps and steps[0][0] == "embedding"):
                 raise _common.SpecError(f"layer {i}: use_lengths needs an embedding before the lstm")
             use_lengths = use_lengths or layer["use_lengths"]
-            steps.append((kind, _LSTM(shape[1], layer["units"], layer["return_sequences"])))
+            state_out = returns_state and i == len(layers) - 1
+            steps.append((kind, _LSTM(shape[1], layer["units"], layer["return_sequences"], returns_state=state_out,
+                                      takes_state=layer["initial_state"] == "encoder")))
             shape = ("seq", layer["units"]) if layer["return_sequences"] else (layer["units"],)
         activation = layer.get("activation")
         if activation not in (None, "linear"):
             steps.append(("activation", _ACTIVATIONS[activation]))
     takes_ids = bool(steps) and steps[0][0] == "embedding"
-    if takes_ids and any(layer["type"] == "lstm" and not layer["use_lengths"] for layer in model.layers):
+    if takes_ids and any(layer["type"] == "lstm" and not layer["use_lengths"] for layer in layers):
         use_lengths = False  # one LSTM reading the padding means the sequences are the padded rows
-    return SpecChain(steps, takes_ids, use_lengths)
+    return SpecChain(steps, takes_ids, use_lengths, caller_lengths)
 
 
 def _image_shape(shape: tuple[Any, ...], i: int, kind: str) -> tuple[int, int, int]:
@@ -327,8 +391,8 @@ class ChainerTrainer:
         self.shuffle = bool(training.get("shuffle", True))
         self.opt_settings = _common.optimizer_settings(spec)
         self.optimizer = self._make_optimizer(self.opt_settings)
-        self.x_train, self.len_train, self.y_train = self._arrays(data.train)
-        self.x_test, self.len_test, self.y_test = self._arrays(data.test)
+        self.train = self._arrays(data.train)
+        self.test = self._arrays(data.test)
         self.epoch = 0
 
     # -- setup ---------------------------------------------------------------------------------
@@ -346,6 +410,11 @@ class ChainerTrainer:
                 optimizer = chainer.optimizers.MomentumSGD(lr=opt["lr"], momentum=opt["momentum"])
             else:
                 optimizer = chainer.optimizers.SGD(lr=opt["lr"])
+        elif opt["name"] == "adadelta":
+            # Zeiler's rule has no learning rate, and Chainer's AdaDelta none either: Keras' lr 1.0 only.
+            if opt["lr"] != 1.0:
+                raise _common.SpecError(f"adadelta lr {opt['lr']}: Chainer's AdaDelta has no learning rate (1.0 only)")
+            optimizer = chainer.optimizers.AdaDelta(rho=opt["rho"], eps=opt["epsilon"])
         else:
             optimizer = chainer.optimizers.Adam(
                 alpha=opt["lr"], beta1=opt["beta1"], beta2=opt["beta2"], eps=opt["epsilon"]
@@ -355,36 +424,62 @@ class ChainerTrainer:
             optimizer.add_hook(_DecoupledWeightDecay(opt["lr"], opt["weight_decay"]))
         return optimizer
 
-    def _arrays(self, split: dict) -> tuple[Any, np.ndarray | None, Any]:
+    def _inputs(self, split: dict) -> dict[str, Any]:
+        """The model's input roles: x and x_dec on the device, lengths (len, y_len) on the host."""
         x = split["x"]
         if x.ndim == 4:
             # uint8 NHWC -> float32 NCHW in [0, 1], once (Chainer's layout).
             x = np.ascontiguousarray(x.transpose(0, 3, 1, 2), dtype=np.float32) / np.float32(255.0)
         else:
             x = np.ascontiguousarray(x, dtype=np.int32)  # token ids, EmbedID takes int32
-        lengths = None
+        out = {"x": self.device.send(x)}
+        if "x_dec" in split:
+            out["x_dec"] = self.device.send(np.ascontiguousarray(split["x_dec"], dtype=np.int32))
+        for role in _HOST_ROLES:
+            if role in split:
+                out[role] = np.asarray(split[role], dtype=np.int64)
+        return out
+
+    def _arrays(self, split: dict) -> dict[str, Any]:
         if "len" in split:
             _common.check_post_padded(split["x"], split["len"])
-            lengths = np.asarray(split["len"], dtype=np.int64)  # host: they size the split
+        arrays = self._inputs(split)
         y = np.asarray(split["y"], dtype=np.int32)
         if self.kind == "binary":
             y = y.reshape(-1, 1)  # sigmoid_cross_entropy wants t shaped like the logits
-        return self.device.send(x), lengths, self.device.send(y)
+        arrays["y"] = self.device.send(y)
+        return arrays
 
     # -- protocol ------------------------------------------------------------------------------
     def param_count(self) -> int:
         """Trainable parameters (links.NStepLSTM has two bias vectors per gate where Keras has one)."""
         return int(sum(p.size for p in self.model.params()))
 
-    def _loss(self, logits: chainer.Variable, y: Any) -> chainer.Variable:
-        if self.kind == "categorical":
-            return F.softmax_cross_entropy(logits, y)
-        return F.sigmoid_cross_entropy(logits, y)
+    def _logits(self, batch: dict[str, Any], every_step: bool = False) -> chainer.Variable:
+        """The model's logits; for sequences only the counted steps (y_len), unless every_step."""
+        if "x_dec" in batch:
+            return self.model(batch["x"], batch["len"], batch["x_dec"], None if every_step else batch.get("y_len"))
+        return self.model(batch["x"], batch.get("len"))
 
-    def _correct(self, logits: Any, y: Any) -> Any:
+    def _targets(self, batch: dict[str, Any]) -> Any:
+        """The labels the logits' rows stand for: per example, or the counted tokens in row-major order."""
+        y = batch["y"]
+        if self.kind != "sequence":
+            return y
+        if "y_len" not in batch:
+            return y.reshape(-1)
+        return y[self.xp.asarray(_common.token_mask(y, batch["y_len"]))]
+
+    def _loss(self, logits: chainer.Variable, t: Any) -> chainer.Variable:
         if self.kind == "binary":
-            return ((logits > 0).astype(np.int32) == y).sum()
-        return (logits.argmax(axis=1) == y).sum()
+            return F.sigmoid_cross_entropy(logits, t)
+        # Mean over the rows: examples, or counted tokens (sequence after sequence).
+        return F.softmax_cross_entropy(logits, t)
+
+    def _correct(self, logits: Any, t: Any) -> Any:
+        if self.kind == "binary":
+            return ((logits > 0).astype(np.int32) == t).sum()
+        return (logits.argmax(axis=1) == t).sum()
 
     def _check_finite(self, losses: list, first: int) -> None:
         values = cuda.to_cpu(self.xp.stack(losses)) if self.gpu else np.asarray(losses)
@@ -392,24 +487,28 @@ class ChainerTrainer:
         if len(bad):
             raise NonFiniteLoss(f"loss became {values[bad[0]]} at step {first + bad[0] + 1} of epoch {self.epoch}")
 
+    @staticmethod
+    def _rows(split: dict[str, Any], host_idx: Any, device_idx: Any) -> dict[str, Any]:
+        """A batch of a split: rows host_idx of its lengths (host), device_idx of its arrays (device)."""
+        return {role: arr[host_idx if role in _HOST_ROLES else device_idx] for role, arr in split.items()}
+
     def train_epoch(self) -> tuple[float, float | None]:
-        """One pass in training mode; (mean loss per example, training accuracy over the epoch)."""
+        """One pass in training mode; (mean loss, training accuracy), per example or per counted token."""
         self.epoch += 1
-        n = len(self.y_train)
+        n = len(self.train["y"])
         order = self.order_rng.permutation(n) if self.shuffle else np.arange(n)
         order_dev = self.device.send(order)
-        weighted, correct = [], []
+        weighted, correct, counts = [], [], []
         pending: list = []  # losses not yet checked (GPU)
         check_every = GPU_CHECK_EVERY if self.gpu else 1
         starts = _common.batches(n, self.batch_size)
         with chainer.using_config("train", True), chainer.using_config("type_check", False):
             for b, start in enumerate(starts):
                 stop = start + self.batch_size
-                idx = order_dev[start:stop]
-                lengths = None if self.len_train is None else self.len_train[order[start:stop]]
-                y = self.y_train[idx]
-                logits = self.model(self.x_train[idx], lengths)
-                loss = self._loss(logits, y)
+                batch = self._rows(self.train, order[start:stop], order_dev[start:stop])
+                t = self._targets(batch)
+                logits = self._logits(batch)
+                loss = self._loss(logits, t)
                 pending.append(loss.array)
                 if len(pending) == check_every or b == len(starts) - 1:
                     self._check_finite(pending, b + 1 - len(pending))
@@ -417,23 +516,38 @@ class ChainerTrainer:
                 self.model.cleargrads()
                 loss.backward()
                 self.optimizer.update()
-                weighted.append(loss.array * len(idx))
-                correct.append(self._correct(logits.array, y))
+                weighted.append(loss.array * len(t))
+                correct.append(self._correct(logits.array, t))
+                counts.append(len(t))
         total = float(self.xp.stack(weighted).sum())
-        return total / n, int(self.xp.stack(correct).sum()) / n
+        return total / sum(counts), int(self.xp.stack(correct).sum()) / sum(counts)
 
     def evaluate(self) -> float:
-        """Test accuracy with chainer.config.train False (dropout off), no graph kept."""
-        n = len(self.y_test)
-        correct = []
+        """Test accuracy (per example or counted token) with chainer.config.train False (dropout off), no graph kept."""
+        n = len(self.test["y"])
+        correct, count = [], 0
         with chainer.using_config("train", False), chainer.using_config("enable_backprop", False), \
                 chainer.using_config("type_check", False):
             for start in _common.batches(n, self.batch_size):
-                stop = start + self.batch_size
-                lengths = None if self.len_test is None else self.len_test[start:stop]
-                logits = self.model(self.x_test[start:stop], lengths)
-                correct.append(self._correct(logits.array, self.y_test[start:stop]))
-        return int(self.xp.stack(correct).sum()) / n
+                rows = slice(start, start + self.batch_size)
+                batch = self._rows(self.test, rows, rows)
+                t = self._targets(batch)
+                correct.append(self._correct(self._logits(batch).array, t))
+                count += len(t)
+        return int(self.xp.stack(correct).sum()) / count
+
+    def outputs(self, batch: dict[str, np.ndarray]) -> np.ndarray:
+        """Logits for a batch of role arrays (x, len, x_dec; others ignored), in inference mode, as NumPy.
+
+        Sequence outputs are (N, T, classes), every decoder step included.
+        """
+        inputs = self._inputs(batch)
+        with chainer.using_config("train", False), chainer.using_config("enable_backprop", False):
+            logits = cuda.to_cpu(self._logits(inputs, every_step=True).array)
+        if self.kind != "sequence":
+            return logits
+        steps = inputs["x_dec"] if "x_dec" in inputs else inputs["x"]
+        return logits.reshape(steps.shape[0], steps.shape[1], -1)
 
     def synchronize(self) -> None:
         """Wait for queued CUDA work; Chainer's NumPy path is synchronous."""
@@ -442,7 +556,8 @@ class ChainerTrainer:
 
     def info(self) -> dict:
         """What was really used: device, threads, kernels, layout, optimizer semantics, versions."""
-        types = {layer["type"] for layer in self.spec_model.layers}
+        layers = (self.spec_model.encoder or []) + self.spec_model.layers
+        types = {layer["type"] for layer in layers}
         blas = _blas()
         blas_threads = min((lib["num_threads"] for lib in blas), default=1)
         blas_name = (
@@ -464,6 +579,15 @@ class ChainerTrainer:
                 "shrinking as sequences end)"
             )
             kernels["lstm_lengths"] = "list of variable-length sequences (real lengths); final hidden state hy"
+            if self.spec_model.encoder is not None:
+                kernels["lstm_encoder_state"] = (
+                    "NStepLSTM's final (hy, cy): each source's state after its last real token"
+                )
+                kernels["lstm_decoder"] = (
+                    "NStepLSTM from (hx, cx) = the encoder's (hy, cy), over each row's first y_len steps of x_dec"
+                )
+        if self.kind == "sequence":
+            kernels["dense"] = "links.Linear over the concatenated real steps: one GEMM over (sum of lengths, units)"
         if self.gpu:
             props = cuda.cupy.cuda.runtime.getDeviceProperties(self.device.device.id)
             name = props["name"]
@@ -485,11 +609,13 @@ class ChainerTrainer:
                 "use_ideep": chainer.config.use_ideep,
             },
             "data_layout": "NCHW (converted once at setup)" if self.spec_model.input_shape
-            else "token ids (N, T) -> list of real-length sequences",
+            else "ids (N, T) -> list of real-length sequences",
             "input_pipeline": "whole split as device arrays, rows picked by a seeded permutation each epoch",
-            "loss": ("softmax_cross_entropy" if self.kind == "categorical" else "sigmoid_cross_entropy")
-            + " on logits (output activation folded into the loss)",
+            "loss": _LOSS_NAMES[self.kind] + " on logits (output activation folded into the loss)",
             "optimizer": self.opt_settings,
+            "optimizer_impl": {"sgd": "optimizers.SGD / MomentumSGD", "adam": "optimizers.Adam(alpha=lr, eps)",
+                               "adadelta": "optimizers.AdaDelta(rho, eps): no learning rate, i.e. Keras' lr 1.0"}
+            [self.opt_settings["name"]],
             "weight_decay_rule": _common.WEIGHT_DECAY_RULE + " (a 'pre' optimizer hook, not WeightDecay's L2)",
         }
 

@@ -11,7 +11,14 @@ fused rnn.LSTM (oneDNN on the CPU, cuDNN on a GPU) fed time-major (TNC, its nati
 Real sequence lengths: on a GPU the cuDNN kernel runs with use_sequence_length=True and skips the
 padding; MXNet 1.9's CPU RNN kernel silently ignores sequence lengths, so on the CPU the whole
 padded batch is run and nd.SequenceLast takes each sequence's output at its last real step
-(with post-padding that is the same value: an LSTM never looks ahead).
+(with post-padding that is the same value: an LSTM never looks ahead). An encoder also needs the
+cell state c at that step, which the fused CPU kernel only gives after the last (padding) step:
+there the encoder LSTM's own parameters run as an LSTMCell stepped by F.contrib.foreach, which
+yields (h, c) at every step for nd.SequenceLast to pick from.
+
+Sequence outputs (language models, decoders): the dense layer runs once over every step
+(nn.Dense(flatten=False), one GEMM over (N*T, units)), and the per-token loss is weighted by
+0/1 token weights (gluon losses' sample_weight) so padding counts nowhere.
 
 Threads: MXNet reads OMP_NUM_THREADS and MXNET_CPU_WORKER_NTHREADS when it is imported. The
 entrypoint (bench.threads.pin) sets them before importing this module; this module also sets
@@ -25,6 +32,7 @@ import ctypes
 import os
 import platform
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from bench.frameworks import NonFiniteLoss, _common
@@ -50,6 +58,12 @@ PACKAGE = "mxnet"  # whose version is the framework's version
 CHECK_EVERY = 20
 
 _ACTIVATIONS = {"relu": "relu", "tanh": "tanh", "sigmoid": "sigmoid"}
+_LOSS_NAMES = {
+    "categorical": "gluon.loss.SoftmaxCrossEntropyLoss(sparse_label=True)",
+    "binary": "gluon.loss.SigmoidBinaryCrossEntropyLoss(from_sigmoid=False)",
+    "sequence": "gluon.loss.SoftmaxCrossEntropyLoss(sparse_label=True) per token (logits as (N*T, classes), "
+    "sample_weight = the 0/1 token mask; batch loss = sum / counted tokens)",
+}
 
 
 def versions() -> dict[str, str]:
@@ -91,21 +105,41 @@ class _Pad(gluon.HybridBlock):
         return F.pad(x, mode="constant", pad_width=self.pad_width, constant_value=self.value)
 
 
+def _zero_state(F, x, units: int):  # noqa: N803
+    """Zeros (1, N, units) on x's context for a time-major x; works on symbols (no shapes) too."""
+    first = F.slice_axis(F.slice_axis(x, axis=0, begin=0, end=1), axis=2, begin=0, end=1)  # (1, N, 1)
+    return F.broadcast_axis(F.zeros_like(first), axis=2, size=units)
+
+
 class _LSTM(gluon.HybridBlock):
-    """Gluon's fused rnn.LSTM on a time-major (T, N, C) batch that reads real lengths."""
+    """Gluon's fused rnn.LSTM on a time-major (T, N, C) batch that reads real lengths.
+
+    returns_state (an encoder's last LSTM): returns its final (h, c), each (N, units), taken at
+    each sequence's last real step. takes_state (a decoder's LSTM): starts from a given (h0, c0).
+    """
 
     def __init__(self, input_size: int, units: int, use_lengths: bool, return_sequences: bool, cudnn_lengths: bool,
-                 **kwargs):
+                 returns_state: bool = False, takes_state: bool = False, **kwargs):
         super().__init__(**kwargs)
+        self.units = units
         self.use_lengths = use_lengths
         self.return_sequences = return_sequences
+        self.returns_state = returns_state
+        self.takes_state = takes_state
         # cuDNN honours sequence_length (padding skipped); MXNet's CPU kernel ignores it, so the
         # option is only switched on where it does something.
         self.cudnn_lengths = use_lengths and cudnn_lengths
         with self.name_scope():
             self.lstm = rnn.LSTM(units, layout="TNC", input_size=input_size, use_sequence_length=self.cudnn_lengths)
+        # The CPU kernel's final c is the state after the padding, and c is not among its per-step
+        # outputs: step the same parameters (Gluon's own unfused form of the layer) instead.
+        self.cell = self.lstm._unfuse() if returns_state and use_lengths and not self.cudnn_lengths else None
 
-    def hybrid_forward(self, F, x, lengths=None):  # noqa: N803
+    def hybrid_forward(self, F, x, lengths=None, h0=None, c0=None):  # noqa: N803
+        if self.cell is not None:
+            return self._stepped_final_state(F, x, lengths)
+        if self.returns_state or self.takes_state:
+            return self._fused_with_state(F, x, lengths, h0, c0)
         if self.cudnn_lengths:
             out = self.lstm(x, None, lengths)
         else:
@@ -116,9 +150,44 @@ class _LSTM(gluon.HybridBlock):
             return F.SequenceMask(out, sequence_length=lengths, use_sequence_length=True, value=0.0, axis=0)
         return F.SequenceLast(out, sequence_length=lengths, use_sequence_length=True, axis=0)
 
+    def _fused_with_state(self, F, x, lengths, h0, c0):  # noqa: N803
+        """The fused kernel with an explicit begin state, returning its final state if asked.
+
+        With cuDNN's sequence lengths the final state is each sequence's state at its last real step.
+        """
+        if self.takes_state:
+            begin = [F.expand_dims(h0, axis=0), F.expand_dims(c0, axis=0)]  # (layers=1, N, units)
+        else:
+            begin = [_zero_state(F, x, self.units), _zero_state(F, x, self.units)]
+        args = (lengths,) if self.cudnn_lengths else ()
+        out, (h, c) = self.lstm(x, begin, *args)
+        if self.returns_state:
+            return F.squeeze(h, axis=0), F.squeeze(c, axis=0)
+        if self.use_lengths and self.return_sequences:
+            return F.SequenceMask(out, sequence_length=lengths, use_sequence_length=True, value=0.0, axis=0)
+        return out if self.return_sequences else F.SequenceLast(out, axis=0)
+
+    def _stepped_final_state(self, F, x, lengths):  # noqa: N803
+        """(h, c) at each sequence's last real step, from the cell stepped over the whole padded batch."""
+
+        def step(x_t, states):
+            out, states = self.cell(x_t, states)
+            return [out, states[1]], states  # h_t and c_t of every step
+
+        begin = [F.squeeze(_zero_state(F, x, self.units), axis=0) for _ in range(2)]
+        (hs, cs), _ = F.contrib.foreach(step, x, begin)
+        return tuple(F.SequenceLast(s, sequence_length=lengths, use_sequence_length=True, axis=0) for s in (hs, cs))
+
+
+class _BatchMajor(gluon.HybridBlock):
+    """(T, N, C) -> (N, T, C): per-step outputs leave the model batch-major, like the labels."""
+
+    def hybrid_forward(self, F, x):  # noqa: N803
+        return F.swapaxes(x, dim1=0, dim2=1)
+
 
 class SpecNet(gluon.HybridBlock):
-    """A stack of Gluon blocks built from a spec; sequence lengths go to the LSTM layers."""
+    """A stack of Gluon blocks built from a spec; sequence lengths (and a begin state) go to the LSTMs."""
 
     def __init__(self, blocks: list[gluon.HybridBlock], time_major_ids: bool, takes_lengths: bool, **kwargs):
         super().__init__(**kwargs)
@@ -127,28 +196,60 @@ class SpecNet(gluon.HybridBlock):
             self.register_child(block)
         self.time_major_ids = time_major_ids  # token ids arrive (N, T); the LSTM wants (T, N, C)
         self.takes_lengths = takes_lengths
+        self.static_shape = True  # safe to hybridize with static_shape=True
 
-    def hybrid_forward(self, F, x, lengths=None):  # noqa: N803
+    def hybrid_forward(self, F, x, lengths=None, h0=None, c0=None):  # noqa: N803
         if self.time_major_ids:
             x = F.transpose(x)  # (N, T) ids -> (T, N): the embedding then yields TNC directly
         for block in self.blocks:
-            x = block(x, lengths) if isinstance(block, _LSTM) else block(x)
+            if isinstance(block, _LSTM):
+                x = block(x, lengths, h0, c0) if block.takes_state else block(x, lengths)
+            else:
+                x = block(x)
         return x
 
 
-def build_model(model: _common.Model, gpu: bool) -> SpecNet:
-    """Translate validated spec layers into Gluon blocks, tracking shapes (C, H, W) or (features,).
+class EncoderDecoder(gluon.HybridBlock):
+    """Encoder over the source (reading its lengths); its final (h, c) starts the decoder LSTM."""
+
+    def __init__(self, encoder: SpecNet, decoder: SpecNet, **kwargs):
+        super().__init__(**kwargs)
+        self.encoder = encoder
+        self.decoder = decoder
+        self.takes_lengths = True
+        # F.contrib.foreach (the CPU encoder's stepped cell) computes wrong, run-to-run varying
+        # values in a graph hybridized with static_shape=True (MXNet 1.9.1; static_alloc alone is fine).
+        self.static_shape = not any(isinstance(b, _LSTM) and b.cell is not None for b in encoder.blocks)
+
+    def hybrid_forward(self, F, x, lengths, x_dec):  # noqa: N803
+        h, c = self.encoder(x, lengths)
+        return self.decoder(x_dec, None, h, c)  # (N, T, classes) logits, teacher forcing
+
+
+def build_model(model: _common.Model, gpu: bool) -> SpecNet | EncoderDecoder:
+    """Translate validated spec layers into Gluon blocks: a SpecNet, or an EncoderDecoder of two."""
+    if model.encoder is None:
+        return _build_stack(model.layers, gpu, model.input_shape)
+    encoder = _build_stack(model.encoder, gpu, None, returns_state=True)
+    return EncoderDecoder(encoder, _build_stack(model.layers, gpu, None))
+
+
+def _build_stack(layers: list[dict], gpu: bool, input_shape: tuple[int, ...] | None,
+                 returns_state: bool = False) -> SpecNet:
+    """Gluon blocks for one layer list, tracking shapes (C, H, W) or (features,).
 
     Every block gets its input size, so parameters have shapes (and a count) before any forward.
+    returns_state: the list is an encoder, whose last LSTM returns its final (h, c).
     """
     blocks: list[gluon.HybridBlock] = []
-    # Images: (C, H, W). Token sequences: ("seq", features) while time steps remain, then (features,).
+    # Images: (C, H, W). Token sequences: ("seq", features) time-major while time steps remain,
+    # ("steps", features) once made batch-major for per-step dense layers, then (features,).
     shape: tuple[Any, ...] = ()
-    if model.input_shape:
-        h, w, c = model.input_shape
+    if input_shape:
+        h, w, c = input_shape
         shape = (c, h, w)
     takes_lengths = False
-    for i, layer in enumerate(model.layers):
+    for i, layer in enumerate(layers):
         kind = layer["type"]
         activation = layer.get("activation")
         act = _ACTIVATIONS.get(activation) if activation not in (None, "linear") else None
@@ -190,10 +291,16 @@ def build_model(model: _common.Model, gpu: bool) -> SpecNet:
             blocks.append(nn.Flatten())
             shape = (int(np.prod(_image_shape(shape, i, kind))),)
         elif kind == "dense":
-            if len(shape) != 1:
+            if len(shape) == 2:  # at every time step: one GEMM over (N*T, features)
+                if shape[0] == "seq":
+                    blocks.append(_BatchMajor())
+                blocks.append(nn.Dense(layer["units"], activation=act, flatten=False, in_units=shape[1]))
+                shape = ("steps", layer["units"])
+            elif len(shape) == 1:
+                blocks.append(nn.Dense(layer["units"], activation=act, in_units=shape[0]))
+                shape = (layer["units"],)
+            else:
                 raise _common.SpecError(f"layer {i}: dense needs flat input (add a flatten; got {shape})")
-            blocks.append(nn.Dense(layer["units"], activation=act, in_units=shape[0]))
-            shape = (layer["units"],)
             act = None
         elif kind == "embedding":
             if i != 0:
@@ -201,16 +308,19 @@ def build_model(model: _common.Model, gpu: bool) -> SpecNet:
             blocks.append(nn.Embedding(layer["input_dim"], layer["output_dim"]))
             shape = ("seq", layer["output_dim"])
         elif kind == "lstm":
-            if len(shape) != 2:
-                raise _common.SpecError(f"layer {i}: lstm needs a sequence input (got {shape})")
-            blocks.append(_LSTM(shape[1], layer["units"], layer["use_lengths"], layer["return_sequences"], gpu))
+            if len(shape) != 2 or shape[0] != "seq":
+                raise _common.SpecError(f"layer {i}: lstm needs a time-major sequence input (got {shape})")
+            state_out = returns_state and i == len(layers) - 1
+            blocks.append(_LSTM(shape[1], layer["units"], layer["use_lengths"], layer["return_sequences"], gpu,
+                                returns_state=state_out, takes_state=layer["initial_state"] == "encoder"))
             takes_lengths = takes_lengths or layer["use_lengths"]
             shape = ("seq", layer["units"]) if layer["return_sequences"] else (layer["units"],)
         if act is not None:
             blocks.append(nn.Activation(act))
-    if len(shape) == 2:
-        raise _common.SpecError("the model ends on a sequence; the last lstm needs return_sequences = false")
-    time_major = bool(model.layers) and model.layers[0]["type"] == "embedding"
+    if len(shape) == 2 and shape[0] == "seq":
+        raise _common.SpecError("the model ends on a sequence; the last lstm needs return_sequences = false "
+                                "(or a dense layer after it, applied at every step)")
+    time_major = bool(layers) and layers[0]["type"] == "embedding"
     return SpecNet(blocks, time_major_ids=time_major, takes_lengths=takes_lengths)
 
 
@@ -270,15 +380,28 @@ class InferenceModel:
     def __call__(self, x: np.ndarray, training: bool = False, lengths: np.ndarray | None = None) -> np.ndarray:
         if training:
             raise ValueError("InferenceModel only runs in inference mode")
-        t = self.trainer
-        if x.ndim == 4:
-            xs = t._images(x)
-        else:
-            xs = nd.array(np.asarray(x, dtype=np.int32), ctx=t.ctx, dtype="int32")
-            if lengths is None:
-                lengths = (np.asarray(x) != 0).sum(axis=1)
-        lens = None if lengths is None else nd.array(np.asarray(lengths), ctx=t.ctx, dtype="int32")
-        return t._logits(xs, lens).asnumpy()
+        batch = {"x": x}
+        if x.ndim == 2 and self.trainer.net.takes_lengths:
+            batch["len"] = (np.asarray(x) != 0).sum(axis=1) if lengths is None else lengths
+        return self.trainer.outputs(batch)
+
+
+@dataclass
+class _Split:
+    """One split on the context: role arrays (ids int32, labels float32, token weights w) and,
+    on the host, how many loss terms each row holds (1, or its counted tokens), so a batch's
+    count never waits on the device."""
+
+    arrays: dict[str, nd.NDArray]
+    counts: np.ndarray
+
+    def rows(self, idx: nd.NDArray) -> dict[str, nd.NDArray]:
+        """A batch of the rows idx (gathered on the context)."""
+        return {role: nd.take(arr, idx, axis=0) for role, arr in self.arrays.items()}
+
+    def slice(self, start: int, stop: int) -> dict[str, nd.NDArray]:
+        """A batch of the consecutive rows start:stop."""
+        return {role: arr[start:stop] for role, arr in self.arrays.items()}
 
 
 class MXNetTrainer:
@@ -297,19 +420,19 @@ class MXNetTrainer:
         # Xavier(uniform, avg, 3) = Glorot uniform, Keras' default kernel initializer and the one
         # Gluon's examples pass (Gluon's own fallback, Uniform(0.07), ignores layer sizes); biases zero.
         self.net.initialize(mx.init.Xavier(), ctx=self.ctx)
-        self.net.hybridize(static_alloc=True, static_shape=True)
+        self.net.hybridize(static_alloc=True, static_shape=self.net.static_shape)
         training = spec["training"]
         self.batch_size = int(training["batch_size"])
         self.shuffle = bool(training.get("shuffle", True))
         self.opt_settings = _common.optimizer_settings(spec)
         self.params = [p for p in self.net.collect_params().values() if p.grad_req != "null"]
         self.trainer = self._make_trainer(self.opt_settings)
-        if self.kind == "categorical":
-            self.loss_fn = gluon.loss.SoftmaxCrossEntropyLoss(sparse_label=True)  # from logits
-        else:
+        if self.kind == "binary":
             self.loss_fn = gluon.loss.SigmoidBinaryCrossEntropyLoss(from_sigmoid=False)
-        self.x_train, self.len_train, self.y_train = self._to_arrays(data.train)
-        self.x_test, self.len_test, self.y_test = self._to_arrays(data.test)
+        else:  # from logits; per example, or per token for "sequence" (logits flattened to (N*T, C))
+            self.loss_fn = gluon.loss.SoftmaxCrossEntropyLoss(sparse_label=True)
+        self.train = self._split(data.train)
+        self.test = self._split(data.test)
         self.model = InferenceModel(self)
         self.epoch = 0
 
@@ -319,6 +442,13 @@ class MXNetTrainer:
         # applied decoupled in _decay(), as Keras 3 does (see _common.WEIGHT_DECAY_RULE).
         if opt["name"] == "sgd":
             args = {"learning_rate": opt["lr"], "momentum": opt["momentum"], "wd": 0.0}
+        elif opt["name"] == "adadelta":
+            # MXNet 1.9's AdaDelta has no learning rate (weight -= delta): only Keras' lr 1.0 is
+            # the same rule. learning_rate is still passed so trainer.learning_rate (used by
+            # _decay) reads 1.0 rather than the Optimizer base class' 0.01.
+            if opt["lr"] != 1.0:
+                raise _common.SpecError(f"adadelta lr {opt['lr']}: MXNet's AdaDelta has no learning rate (1.0 only)")
+            args = {"learning_rate": opt["lr"], "rho": opt["rho"], "epsilon": opt["epsilon"], "wd": 0.0}
         else:
             args = {"learning_rate": opt["lr"], "beta1": opt["beta1"], "beta2": opt["beta2"],
                     "epsilon": opt["epsilon"], "wd": 0.0}
@@ -330,32 +460,55 @@ class MXNetTrainer:
         xs = nd.array(np.ascontiguousarray(x), ctx=self.ctx, dtype="uint8")
         return (xs.transpose((0, 3, 1, 2)).astype("float32") / 255.0)
 
-    def _to_arrays(self, split: dict) -> tuple[nd.NDArray, nd.NDArray | None, nd.NDArray]:
+    def _inputs(self, split: dict) -> dict[str, nd.NDArray]:
+        """The model's input roles (x, len, x_dec) as NDArrays on the context."""
         x = split["x"]
-        lengths = None
         if x.ndim == 4:
-            xs = self._images(x)
-        else:
-            xs = nd.array(np.asarray(x, dtype=np.int32), ctx=self.ctx, dtype="int32")
-            if "len" in split:
-                _common.check_post_padded(x, split["len"])  # the same contract Keras' mask needs
-                lengths = nd.array(np.asarray(split["len"], dtype=np.int32), ctx=self.ctx, dtype="int32")
-        y = nd.array(np.asarray(split["y"]), ctx=self.ctx, dtype="float32")  # Gluon losses take float labels
+            return {"x": self._images(x)}
+        out = {}
+        for role in ("x", "len", "x_dec"):
+            if role in split and (role != "len" or self.net.takes_lengths):
+                out[role] = nd.array(np.asarray(split[role], dtype=np.int32), ctx=self.ctx, dtype="int32")
+        return out
+
+    def _split(self, split: dict) -> _Split:
+        if "len" in split:
+            _common.check_post_padded(split["x"], split["len"])  # the same contract Keras' mask needs
+        arrays = self._inputs(split)
+        y = np.asarray(split["y"])
+        arrays["y"] = nd.array(y, ctx=self.ctx, dtype="float32")  # Gluon losses take float labels
         if self.kind == "binary":
-            y = y.reshape((-1, 1))
-        return xs, lengths, y
+            arrays["y"] = arrays["y"].reshape((-1, 1))
+        if self.kind == "sequence":
+            mask = _common.token_mask(y, split.get("y_len"))
+            arrays["w"] = nd.array(mask, ctx=self.ctx, dtype="float32")  # 1 = the token counts
+            return _Split(arrays, mask.sum(axis=1))
+        return _Split(arrays, np.ones(len(y), dtype=np.int64))
 
     # -- protocol ------------------------------------------------------------------------------
     def param_count(self) -> int:
         """Trainable parameters (gluon.rnn.LSTM has two bias vectors, i2h and h2h, where Keras has one)."""
         return int(sum(int(np.prod(p.shape)) for p in self.params))
 
-    def _logits(self, x: nd.NDArray, lengths: nd.NDArray | None) -> nd.NDArray:
-        return self.net(x, lengths) if self.net.takes_lengths else self.net(x)
+    def _logits(self, batch: dict[str, nd.NDArray]) -> nd.NDArray:
+        if "x_dec" in batch:
+            return self.net(batch["x"], batch["len"], batch["x_dec"])
+        return self.net(batch["x"], batch["len"]) if self.net.takes_lengths else self.net(batch["x"])
 
-    def _correct(self, logits: nd.NDArray, y: nd.NDArray) -> nd.NDArray:
+    def _losses(self, logits: nd.NDArray, batch: dict[str, nd.NDArray]) -> nd.NDArray:
+        """Loss terms to sum: per example, or per token weighted 0/1 (padding counts nowhere)."""
+        if self.kind == "sequence":
+            flat = logits.reshape((-3, 0))  # (N*T, classes): one softmax per step
+            # sample_weight (N*T, 1): it multiplies the loss before pick's class axis is dropped.
+            return self.loss_fn(flat, batch["y"].reshape((-1,)), batch["w"].reshape((-1, 1)))
+        return self.loss_fn(logits, batch["y"])
+
+    def _correct(self, logits: nd.NDArray, batch: dict[str, nd.NDArray]) -> nd.NDArray:
+        y = batch["y"]
         if self.kind == "binary":
             return ((logits > 0) == y).sum()
+        if self.kind == "sequence":
+            return ((logits.argmax(axis=-1) == y) * batch["w"]).sum()
         return (logits.argmax(axis=1) == y).sum()
 
     def _decay(self) -> None:
@@ -385,9 +538,9 @@ class MXNetTrainer:
             )
 
     def train_epoch(self) -> tuple[float, float | None]:
-        """One pass in training mode; (mean loss per example, training accuracy over the epoch)."""
+        """One pass in training mode; (mean loss, training accuracy), per example or per counted token."""
         self.epoch += 1
-        n = self.y_train.shape[0]
+        n = len(self.train.counts)
         order = self.rng.permutation(n) if self.shuffle else np.arange(n)
         order_nd = nd.array(order, ctx=self.ctx, dtype="int32")
         starts = _common.batches(n, self.batch_size)
@@ -396,35 +549,41 @@ class MXNetTrainer:
         correct = nd.zeros((1,), ctx=self.ctx)
         checked = 0
         for b, start in enumerate(starts):
-            idx = order_nd[start : start + self.batch_size]
-            count = idx.shape[0]
-            x = nd.take(self.x_train, idx, axis=0)
-            y = nd.take(self.y_train, idx, axis=0)
-            lengths = None if self.len_train is None else nd.take(self.len_train, idx, axis=0)
+            stop = start + self.batch_size
+            batch = self.train.rows(order_nd[start:stop])
+            count = int(self.train.counts[order[start:stop]].sum())  # examples, or counted tokens
             with autograd.record():  # train_mode: dropout on
-                logits = self._logits(x, lengths)
-                loss = self.loss_fn(logits, y)  # per example
+                logits = self._logits(batch)
+                loss = self._losses(logits, batch)
             loss.backward()
             self._decay()
-            self.trainer.step(count)  # gradients are sums over the batch: rescale by 1/count = mean loss
+            self.trainer.step(count)  # gradients are sums of loss terms: rescale by 1/count = the mean
             step_loss = loss.sum()
             pending.append(step_loss.reshape((1,)))
             total += step_loss
-            correct += self._correct(logits, y)
+            correct += self._correct(logits, batch)
             if (b + 1) % CHECK_EVERY == 0 or b == len(starts) - 1:
                 self._check_finite(pending, checked)
                 checked, pending = b + 1, []
-        return float(total.asscalar()) / n, float(correct.asscalar()) / n
+        counted = int(self.train.counts.sum())
+        return float(total.asscalar()) / counted, float(correct.asscalar()) / counted
 
     def evaluate(self) -> float:
-        """Test accuracy in inference mode (outside autograd.record: dropout off), training batch size."""
-        n = self.y_test.shape[0]
+        """Test accuracy (per example or counted token) in inference mode (outside autograd.record:
+        dropout off), training batch size."""
+        n = len(self.test.counts)
         correct = nd.zeros((1,), ctx=self.ctx)
         for start in _common.batches(n, self.batch_size):
-            stop = start + self.batch_size
-            lengths = None if self.len_test is None else self.len_test[start:stop]
-            correct += self._correct(self._logits(self.x_test[start:stop], lengths), self.y_test[start:stop])
-        return float(correct.asscalar()) / n
+            batch = self.test.slice(start, start + self.batch_size)
+            correct += self._correct(self._logits(batch), batch)
+        return float(correct.asscalar()) / int(self.test.counts.sum())
+
+    def outputs(self, batch: dict[str, np.ndarray]) -> np.ndarray:
+        """Logits for a batch of role arrays (x, len, x_dec; others ignored), in inference mode, as NumPy.
+
+        Sequence outputs are (N, T, classes), batch-major like the labels.
+        """
+        return self._logits(self._inputs(batch)).asnumpy()
 
     def synchronize(self) -> None:
         """Wait for everything MXNet's asynchronous engine has queued (CPU and GPU alike)."""
@@ -434,7 +593,8 @@ class MXNetTrainer:
         """What was really used: device, threads, kernels, layout, optimizer semantics, versions."""
         features = mx.runtime.Features()
         onednn = features.is_enabled("MKLDNN") and os.environ.get("MXNET_MKLDNN_ENABLED", "1") != "0"
-        types = {layer["type"] for layer in self.spec_model.layers}
+        layers = (self.spec_model.encoder or []) + self.spec_model.layers
+        types = {layer["type"] for layer in layers}
         kernels = {}
         if "conv2d" in types:
             if self.gpu:
@@ -447,13 +607,22 @@ class MXNetTrainer:
         if "lstm" in types:
             if self.gpu:
                 kernels["lstm"] = "gluon.rnn.LSTM, TNC (fused RNN operator, cuDNN)"
-                kernels["lstm_lengths"] = (
-                    "cuDNN use_sequence_length=True (padding skipped); nd.SequenceLast at each last real step"
-                )
+                lengths = "cuDNN use_sequence_length=True (padding skipped); nd.SequenceLast at each last real step"
             else:
                 rnn_onednn = onednn and os.environ.get("MXNET_USE_MKLDNN_RNN", "1") != "0"
                 kernels["lstm"] = "gluon.rnn.LSTM, TNC (fused RNN operator, CPU" + (", oneDNN)" if rnn_onednn else ")")
-                kernels["lstm_lengths"] = "whole padded batch; nd.SequenceLast at each sequence's last real step"
+                lengths = "whole padded batch; nd.SequenceLast at each sequence's last real step"
+            if any(layer["type"] == "lstm" and layer["use_lengths"] for layer in layers):
+                kernels["lstm_lengths"] = lengths
+            if self.spec_model.encoder is not None:
+                kernels["lstm_encoder_state"] = (
+                    "fused LSTM, cuDNN use_sequence_length=True: final (h, c) at each source's last real step"
+                    if self.gpu else "the encoder LSTM's parameters as rnn.LSTMCell stepped by F.contrib.foreach "
+                    "over the padded batch; nd.SequenceLast picks (h, c) at each source's last real step"
+                )
+                kernels["lstm_decoder"] = "fused gluon.rnn.LSTM from begin_state = the encoder's (h, c)"
+        if self.kind == "sequence":
+            kernels["dense"] = "gluon.nn.Dense(flatten=False) at every step: one GEMM over (N*T, units)"
         if self.gpu:
             from bench.gpu import probe, run_device_index
 
@@ -472,17 +641,18 @@ class MXNetTrainer:
             "device_name": device_name,
             "threads": {"intra_op": intra, "inter_op": inter},
             "kernels": kernels,
-            "hybridize": "static_alloc=True, static_shape=True (cached graph)",
+            "hybridize": f"static_alloc=True, static_shape={self.net.static_shape} (cached graph)",
             "initializer": "mx.init.Xavier() (Glorot uniform) weights, zero biases",
             "data_layout": "NCHW (converted once at setup)" if self.spec_model.input_shape else (
                 "ids (N, T), transposed to time-major (T, N) for the embedding and LSTM"
             ),
             "input_pipeline": "whole split as NDArrays on the context, rows gathered with nd.take by a seeded "
             "permutation each epoch",
-            "loss": ("gluon.loss.SoftmaxCrossEntropyLoss(sparse_label=True)" if self.kind == "categorical"
-                     else "gluon.loss.SigmoidBinaryCrossEntropyLoss(from_sigmoid=False)")
-            + " on logits (output activation folded into the loss)",
+            "loss": _LOSS_NAMES[self.kind] + " on logits (output activation folded into the loss)",
             "optimizer": self.opt_settings,
+            "optimizer_impl": f"gluon.Trainer(kvstore=None) with mx.optimizer '{self.opt_settings['name']}'"
+            + (" (AdaDelta(rho, epsilon): no learning rate, i.e. Keras' lr 1.0)"
+               if self.opt_settings["name"] == "adadelta" else ""),
             "weight_decay_rule": _common.WEIGHT_DECAY_RULE,
         }
 

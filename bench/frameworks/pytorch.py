@@ -25,6 +25,13 @@ PACKAGE = "torch"  # whose version is the framework's version
 # device sync, and syncing each step would slow small models. A NaN is still caught within
 # that many steps. On the CPU reading it costs nothing, so every step is checked.
 CUDA_CHECK_EVERY = 20
+# Target of a sequence step that does not count (padding): CrossEntropyLoss skips it.
+IGNORE = -100
+_LOSS_NAMES = {
+    "categorical": "CrossEntropyLoss",
+    "binary": "BCEWithLogitsLoss",
+    "sequence": "CrossEntropyLoss over every counted step (ignore_index for padding), mean per token",
+}
 
 _ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh, "sigmoid": nn.Sigmoid}
 
@@ -42,17 +49,28 @@ def versions() -> dict[str, str]:
 class _LSTM(nn.Module):
     """torch.nn.LSTM that reads real lengths: the state after each sequence's last real token."""
 
-    def __init__(self, input_size: int, units: int, use_lengths: bool, return_sequences: bool):
+    def __init__(self, input_size: int, units: int, use_lengths: bool, return_sequences: bool,
+                 takes_state: bool = False):
         super().__init__()
         self.lstm = nn.LSTM(input_size, units, batch_first=True)
         self.use_lengths = use_lengths
         self.return_sequences = return_sequences
+        self.takes_state = takes_state  # starts from an encoder's (h, c) instead of zeros
 
-    def forward(self, x: torch.Tensor, lengths: torch.Tensor | None) -> torch.Tensor:
-        if not self.use_lengths or lengths is None:
-            out, (h_n, _) = self.lstm(x)
+    def forward(self, x: torch.Tensor, lengths: torch.Tensor | None,
+                state: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
+        if state is not None or not self.use_lengths or lengths is None:
+            out, (h_n, _) = self.lstm(x, state)
             return out if self.return_sequences else h_n[-1]
         return self.packed(x, lengths) if x.is_cuda else self.gathered(x, lengths)
+
+    def final_state(self, x: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(h, c), each (1, N, units), after each sequence's last real token (an encoder's output).
+
+        Packed on every device: c is not among the outputs, so the CPU's gather trick cannot give it.
+        """
+        _, state = self.lstm(pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False))
+        return state
 
     def packed(self, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         """Packed batch (CUDA): cuDNN skips the padding."""
@@ -78,27 +96,57 @@ class _LSTM(nn.Module):
 
 
 class SpecNet(nn.Module):
-    """A stack of layers built from a spec; sequence lengths go to the LSTM layers."""
+    """A stack of layers built from a spec; sequence lengths (or an initial state) go to the LSTMs."""
 
     def __init__(self, layers: list[nn.Module]):
         super().__init__()
         self.layers = nn.ModuleList(layers)
 
-    def forward(self, x: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, lengths: torch.Tensor | None = None,
+                state: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
         for layer in self.layers:
-            x = layer(x, lengths) if isinstance(layer, _LSTM) else layer(x)
+            if isinstance(layer, _LSTM):
+                x = layer(x, lengths, state if layer.takes_state else None)
+            else:
+                x = layer(x)
         return x
 
+    def encode(self, x: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """An encoder's final (h, c): every layer but the last, then the last LSTM's state."""
+        *body, last = self.layers
+        for layer in body:
+            x = layer(x, lengths) if isinstance(layer, _LSTM) else layer(x)
+        return last.final_state(x, lengths)
 
-def build_model(model: _common.Model) -> SpecNet:
+
+class EncoderDecoder(nn.Module):
+    """The encoder's final (h, c) starts the decoder LSTM; the decoder reads x_dec (teacher forcing)."""
+
+    def __init__(self, encoder: SpecNet, decoder: SpecNet):
+        super().__init__()
+        self.encoder = encoder
+        self.decoder = decoder
+
+    def forward(self, x: torch.Tensor, lengths: torch.Tensor, x_dec: torch.Tensor) -> torch.Tensor:
+        return self.decoder(x_dec, None, self.encoder.encode(x, lengths))
+
+
+def build_model(model: _common.Model) -> SpecNet | EncoderDecoder:
+    """The spec's model: one stack, or an encoder stack and a decoder stack."""
+    if model.encoder is None:
+        return build_stack(model.layers, model.input_shape)
+    return EncoderDecoder(build_stack(model.encoder, None), build_stack(model.layers, None))
+
+
+def build_stack(layers: list[dict[str, Any]], input_shape: tuple[int, ...] | None) -> SpecNet:
     """Translate validated spec layers into torch modules, tracking shapes (C, H, W) or (features,)."""
     mods: list[nn.Module] = []
     # Images: (C, H, W). Token sequences: ("seq", features) while time steps remain, then (features,).
     shape: tuple[Any, ...] = ()
-    if model.input_shape:
-        h, w, c = model.input_shape
+    if input_shape:
+        h, w, c = input_shape
         shape = (c, h, w)
-    for i, layer in enumerate(model.layers):
+    for i, layer in enumerate(layers):
         kind = layer["type"]
         if kind == "conv2d":
             c, h, w = _image_shape(shape, i, kind)
@@ -126,17 +174,22 @@ def build_model(model: _common.Model) -> SpecNet:
             mods.append(nn.Flatten())
             shape = (int(np.prod(_image_shape(shape, i, kind))),)
         elif kind == "dense":
-            if len(shape) != 1:
+            if len(shape) == 2 and shape[0] == "seq":  # nn.Linear maps the last axis: every time step
+                mods.append(nn.Linear(shape[1], layer["units"]))
+                shape = ("seq", layer["units"])
+            elif len(shape) == 1:
+                mods.append(nn.Linear(shape[0], layer["units"]))
+                shape = (layer["units"],)
+            else:
                 raise _common.SpecError(f"layer {i}: dense needs flat input (add a flatten; got {shape})")
-            mods.append(nn.Linear(shape[0], layer["units"]))
-            shape = (layer["units"],)
         elif kind == "embedding":
             mods.append(nn.Embedding(layer["input_dim"], layer["output_dim"]))
             shape = ("seq", layer["output_dim"])
         elif kind == "lstm":
             if len(shape) != 2:
                 raise _common.SpecError(f"layer {i}: lstm needs a sequence input (got {shape})")
-            mods.append(_LSTM(shape[1], layer["units"], layer["use_lengths"], layer["return_sequences"]))
+            mods.append(_LSTM(shape[1], layer["units"], layer["use_lengths"], layer["return_sequences"],
+                              takes_state=layer["initial_state"] == "encoder"))
             shape = ("seq", layer["units"]) if layer["return_sequences"] else (layer["units"],)
         activation = layer.get("activation")
         if activation not in (None, "linear"):
@@ -209,9 +262,10 @@ class TorchTrainer:
         self.shuffle = bool(training.get("shuffle", True))
         self.opt_settings = _common.optimizer_settings(spec)
         self.optimizer = self._make_optimizer(self.opt_settings)
-        self.loss_fn = nn.CrossEntropyLoss() if self.kind == "categorical" else nn.BCEWithLogitsLoss()
-        self.x_train, self.len_train, self.y_train = self._to_tensors(data.train)
-        self.x_test, self.len_test, self.y_test = self._to_tensors(data.test)
+        # Sequence labels that do not count are IGNORE, so the mean is over counted tokens.
+        self.loss_fn = nn.BCEWithLogitsLoss() if self.kind == "binary" else nn.CrossEntropyLoss(ignore_index=IGNORE)
+        self.train_split = self._to_tensors(data.train)
+        self.test_split = self._to_tensors(data.test)
         self.epoch = 0
 
     # -- setup ---------------------------------------------------------------------------------
@@ -221,38 +275,58 @@ class TorchTrainer:
         # weight_decay=0 here: it is applied decoupled in _decay(), as Keras 3 does (see _common).
         if opt["name"] == "sgd":
             return torch.optim.SGD(params, lr=opt["lr"], momentum=opt["momentum"])
+        if opt["name"] == "adadelta":  # the same update as Keras 2's Adadelta, given its rho and epsilon
+            return torch.optim.Adadelta(params, lr=opt["lr"], rho=opt["rho"], eps=opt["epsilon"])
         return torch.optim.Adam(params, lr=opt["lr"], betas=(opt["beta1"], opt["beta2"]), eps=opt["epsilon"])
 
-    def _to_tensors(self, split: dict) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
+    def _to_tensors(self, split: dict) -> dict[str, torch.Tensor]:
+        """The split's roles as tensors: x (and x_dec) on the device, len on the CPU, y as targets."""
+        out = {}
         x = torch.from_numpy(np.ascontiguousarray(split["x"]))
         if x.ndim == 4:
             # uint8 NHWC -> float32 NCHW in [0, 1], once; moved as uint8 (4x fewer bytes to copy).
-            x = x.to(self.device).permute(0, 3, 1, 2).float().div_(255.0).contiguous()
+            out["x"] = x.to(self.device).permute(0, 3, 1, 2).float().div_(255.0).contiguous()
         else:
-            x = x.to(self.device)  # int32 token ids; nn.Embedding takes them as they are
-        lengths = None
+            out["x"] = x.to(self.device)  # int32 token ids; nn.Embedding takes them as they are
+        if "x_dec" in split:
+            out["x_dec"] = torch.from_numpy(np.ascontiguousarray(split["x_dec"])).to(self.device)
         if "len" in split:
             _common.check_post_padded(split["x"], split["len"])  # the same contract Keras' mask needs
             # pack_padded_sequence wants int64 lengths on the CPU.
-            lengths = torch.from_numpy(np.asarray(split["len"], dtype=np.int64))
-        y = torch.from_numpy(np.asarray(split["y"], dtype=np.int64)).to(self.device)
+            out["len"] = torch.from_numpy(np.asarray(split["len"], dtype=np.int64))
+        y = np.asarray(split["y"], dtype=np.int64)
+        if self.kind == "sequence":
+            y = np.where(_common.token_mask(y, split.get("y_len")), y, IGNORE)
+        out["y"] = torch.from_numpy(y).to(self.device)
         if self.kind == "binary":
-            y = y.float()
-        return x, lengths, y
+            out["y"] = out["y"].float()
+        return out
 
     # -- protocol ------------------------------------------------------------------------------
     def param_count(self) -> int:
         """Trainable parameters (torch.nn.LSTM has two bias vectors where Keras has one)."""
         return sum(p.numel() for p in self.params)
 
-    def _logits(self, x: torch.Tensor, lengths: torch.Tensor | None) -> torch.Tensor:
-        out = self.model(x, lengths)
+    def _logits(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        lengths = batch.get("len")
+        if "x_dec" in batch:
+            return self.model(batch["x"], lengths, batch["x_dec"])
+        out = self.model(batch["x"], lengths)
         return out.squeeze(1) if self.kind == "binary" else out
+
+    def _loss(self, logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        if self.kind == "sequence":  # (N, T, C) -> (N*T, C): one cross-entropy over every step
+            return self.loss_fn(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+        return self.loss_fn(logits, y)
+
+    def _counted(self, y: torch.Tensor) -> torch.Tensor:
+        """How many labels of a batch count: examples, or counted tokens for sequences."""
+        return (y != IGNORE).sum() if self.kind == "sequence" else torch.tensor(len(y), device=y.device)
 
     def _correct(self, logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         if self.kind == "binary":
             return ((logits > 0).float() == y).sum()
-        return (logits.argmax(dim=1) == y).sum()
+        return (logits.argmax(dim=-1) == y).sum()  # IGNORE never equals a class index
 
     def _decay(self) -> None:
         wd = self.opt_settings["weight_decay"]
@@ -267,48 +341,64 @@ class TorchTrainer:
             value = weighted[b - first].item()
             raise NonFiniteLoss(f"loss became {value} at step {b + 1} of epoch {self.epoch}")
 
+    @staticmethod
+    def _rows(split: dict[str, torch.Tensor], idx: torch.Tensor, idx_cpu: torch.Tensor) -> dict[str, torch.Tensor]:
+        return {k: v[idx_cpu] if k == "len" else v[idx] for k, v in split.items()}
+
     def train_epoch(self) -> tuple[float, float | None]:
-        """One pass in training mode; (mean loss per example, training accuracy over the epoch)."""
+        """One pass in training mode; (mean loss per example or token, training accuracy over the epoch)."""
         self.epoch += 1
         self.model.train()
-        n = len(self.y_train)
+        split = self.train_split
+        n = len(split["y"])
         order = torch.randperm(n, generator=self.generator) if self.shuffle else torch.arange(n)
         order_dev = order.to(self.device)
         starts = _common.batches(n, self.batch_size)
-        # Per-step losses (times batch size) stay on the device; see CUDA_CHECK_EVERY.
+        # Per-step losses (times the labels counted) stay on the device; see CUDA_CHECK_EVERY.
         weighted = torch.zeros(len(starts), device=self.device)
+        counted = torch.zeros((), dtype=torch.int64, device=self.device)
         correct = torch.zeros((), dtype=torch.int64, device=self.device)
         check_every = CUDA_CHECK_EVERY if self.cuda else 1
         checked = 0
         for b, start in enumerate(starts):
             stop = start + self.batch_size
-            idx = order_dev[start:stop]
-            lengths = None if self.len_train is None else self.len_train[order[start:stop]]
-            y = self.y_train[idx]
-            logits = self._logits(self.x_train[idx], lengths)
-            loss = self.loss_fn(logits, y)
+            batch = self._rows(split, order_dev[start:stop], order[start:stop])
+            logits = self._logits(batch)
+            loss = self._loss(logits, batch["y"])
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
             self._decay()
             self.optimizer.step()
-            weighted[b] = loss.detach() * len(idx)
-            correct += self._correct(logits.detach(), y)
+            count = self._counted(batch["y"])
+            weighted[b] = loss.detach() * count
+            counted += count
+            correct += self._correct(logits.detach(), batch["y"])
             if (b + 1) % check_every == 0 or b == len(starts) - 1:
                 self._check_finite(weighted[checked : b + 1], checked)
                 checked = b + 1
-        return weighted.sum().item() / n, correct.item() / n
+        total = counted.item()
+        return weighted.sum().item() / total, correct.item() / total
 
     @torch.inference_mode()
     def evaluate(self) -> float:
-        """Test accuracy in eval mode (dropout off), batches of the training batch size."""
+        """Test accuracy (per token for sequences) in eval mode (dropout off), training-size batches."""
         self.model.eval()
-        n = len(self.y_test)
+        split = self.test_split
+        counted = torch.zeros((), dtype=torch.int64, device=self.device)
         correct = torch.zeros((), dtype=torch.int64, device=self.device)
-        for start in _common.batches(n, self.batch_size):
-            stop = start + self.batch_size
-            lengths = None if self.len_test is None else self.len_test[start:stop]
-            correct += self._correct(self._logits(self.x_test[start:stop], lengths), self.y_test[start:stop])
-        return correct.item() / n
+        for start in _common.batches(len(split["y"]), self.batch_size):
+            batch = {k: v[start : start + self.batch_size] for k, v in split.items()}
+            correct += self._correct(self._logits(batch), batch["y"])
+            counted += self._counted(batch["y"])
+        return correct.item() / counted.item()
+
+    @torch.inference_mode()
+    def outputs(self, batch: dict[str, np.ndarray]) -> np.ndarray:
+        """Logits for a batch of role arrays, in eval mode (the probe's padding check)."""
+        self.model.eval()
+        tensors = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in batch.items() if k in ("x", "x_dec", "len")}
+        tensors = {k: v.to(torch.int64) if k == "len" else v.to(self.device) for k, v in tensors.items()}
+        return self._logits(tensors).cpu().numpy()
 
     def synchronize(self) -> None:
         """Wait for queued CUDA work; nothing to wait for on the CPU."""
@@ -325,18 +415,23 @@ class TorchTrainer:
         else:
             conv = "torch.nn.Conv2d (CPU)"
         kernels = {}
-        types = {layer["type"] for layer in self.spec_model.layers}
+        stack = (self.spec_model.encoder or []) + self.spec_model.layers
+        types = {layer["type"] for layer in stack}
         if "conv2d" in types:
             kernels["conv2d"] = conv
         if "lstm" in types:
             if cudnn:
                 kernels["lstm"] = "torch.nn.LSTM (cuDNN)"
-                kernels["lstm_lengths"] = "pack_padded_sequence(enforce_sorted=False); last real hidden state"
             else:
                 kernels["lstm"] = "torch.nn.LSTM (CPU, oneDNN)" if torch.backends.mkldnn.is_available() else (
                     "torch.nn.LSTM (CPU)"
                 )
-                kernels["lstm_lengths"] = "whole padded batch; output at each sequence's last real step"
+        if self.spec_model.encoder is not None:
+            kernels["lstm_lengths"] = ("encoder: pack_padded_sequence(enforce_sorted=False), final (h, c) at the "
+                                       "last real token; decoder: from that state over the whole padded batch")
+        elif any(layer.get("use_lengths") for layer in stack):
+            kernels["lstm_lengths"] = ("pack_padded_sequence(enforce_sorted=False); last real hidden state" if cudnn
+                                       else "whole padded batch; output at each sequence's last real step")
         return {
             "framework": NAME,
             "versions": versions(),
@@ -347,8 +442,7 @@ class TorchTrainer:
             "cudnn_benchmark": bool(torch.backends.cudnn.benchmark) if self.cuda else False,
             "data_layout": "NCHW (converted once at setup)" if self.spec_model.input_shape else "ids (N, T)",
             "input_pipeline": "whole split as device tensors, rows picked by a seeded permutation each epoch",
-            "loss": ("CrossEntropyLoss" if self.kind == "categorical" else "BCEWithLogitsLoss")
-            + " on logits (output activation folded into the loss)",
+            "loss": _LOSS_NAMES[self.kind] + " on logits (output activation folded into the loss)",
             "optimizer": self.opt_settings,
             "weight_decay_rule": _common.WEIGHT_DECAY_RULE,
         }

@@ -8,6 +8,10 @@ theano.function compiles them once, at setup. The data live in shared variables 
 native layout (NCHW, 'bc01'); a compiled step takes only the batch's row indices, so no batch is
 fed from the host (the tutorials' `givens` idiom). The LSTM is a theano.scan over time steps with a
 mask built from the real lengths, so the state after a sequence's last real token is kept.
+Sequence losses (language model, encoder-decoder) fold the logits of every step into one
+(N*T, classes) matrix, so the output dense layer and the fused softmax-cross-entropy run once per
+batch; an encoder-decoder's decoder scan starts from the encoder's final (h, c). The optimizers
+(SGD, Keras' Adam, Keras 2's Adadelta) are their formulas written as shared-variable updates.
 
 Configuration (THEANO_FLAGS) must be in place before Theano is imported, so it is done at import
 of this module; flags the user already set in THEANO_FLAGS win. See _configure_theano().
@@ -155,6 +159,7 @@ class SpecNet:
 
     forward() is called once with deterministic=False (dropout on: the training graph) and once
     with deterministic=True (dropout off: the evaluation graph); both read the same parameters.
+    An encoder-decoder model holds two plans: the encoder's (over x) and the decoder's (over x_dec).
     """
 
     def __init__(self, model: _common.Model, seed: int):
@@ -164,21 +169,36 @@ class SpecNet:
         # and seeds >= 2**31 - 1: map every seed to 1 .. 2**31 - 2.
         self.srng = MRG_RandomStreams(seed % (2**31 - 2) + 1)
         self.params: list[theano.compile.SharedVariable] = []
-        self.plan: list[dict[str, Any]] = []  # per layer: what forward() needs, shapes resolved
         self.uses_lengths = False
+        # Plans: per layer, what forward() needs, shapes resolved (an encoder's only for encoder-decoders).
+        self.encoder_plan: list[dict[str, Any]] | None = None
+        if model.encoder is not None:
+            self.encoder_plan, _ = self._build(model.encoder, (), rng, "encoder.")
+            if any(layer.get("use_lengths") for layer in model.layers):
+                raise _common.SpecError("a decoder LSTM cannot use_lengths: the lengths belong to the source x")
         # Images: (C, H, W). Token sequences: ("seq", features) while time steps remain, then (features,).
         shape: tuple[Any, ...] = ()
         if model.input_shape:
             h, w, c = model.input_shape
             shape = (c, h, w)
-        for i, layer in enumerate(model.layers):
+        self.plan, shape = self._build(model.layers, shape, rng, "decoder." if model.encoder else "")
+        if model.kind == "sequence" and (len(shape) != 2 or shape[0] != "seq"):
+            raise _common.SpecError(f"a sequence loss needs logits at every step (got {shape})")
+        if model.kind != "sequence" and len(shape) != 1:
+            raise _common.SpecError(f"the model must end on a flat output (got {shape})")
+
+    def _build(self, layers: list[dict], shape: tuple[Any, ...], rng: np.random.RandomState,
+               prefix: str) -> tuple[list[dict[str, Any]], tuple[Any, ...]]:
+        """Parameters and forward plan of one layer list, from the input shape; (plan, output shape)."""
+        plan = []
+        for i, layer in enumerate(layers):
             kind = layer["type"]
             step: dict[str, Any] = {"type": kind, "activation": layer.get("activation")}
             if kind == "conv2d":
                 c, h, w = _image_shape(shape, i, kind)
                 k, s, f = layer["kernel"], layer["stride"], layer["filters"]
-                W = _shared(_glorot_uniform(rng, (f, c, k, k), c * k * k, f * k * k), f"conv{i}.W")
-                b = _shared(np.zeros(f), f"conv{i}.b")
+                W = _shared(_glorot_uniform(rng, (f, c, k, k), c * k * k, f * k * k), f"{prefix}conv{i}.W")
+                b = _shared(np.zeros(f), f"{prefix}conv{i}.b")
                 self.params += [W, b]
                 step.update(W=W, b=b, stride=s, filter_shape=(f, c, k, k), input_shape=(None, c, h, w))
                 if layer["padding"] == "valid":
@@ -215,16 +235,17 @@ class SpecNet:
             elif kind == "flatten":
                 shape = (int(np.prod(_image_shape(shape, i, kind))),)
             elif kind == "dense":
-                if len(shape) != 1:
+                if len(shape) != 1 and shape[0] != "seq":
                     raise _common.SpecError(f"layer {i}: dense needs flat input (add a flatten; got {shape})")
-                n_in, n_out = shape[0], layer["units"]
-                W = _shared(_glorot_uniform(rng, (n_in, n_out), n_in, n_out), f"dense{i}.W")
-                b = _shared(np.zeros(n_out), f"dense{i}.b")
+                n_in, n_out = shape[-1], layer["units"]
+                W = _shared(_glorot_uniform(rng, (n_in, n_out), n_in, n_out), f"{prefix}dense{i}.W")
+                b = _shared(np.zeros(n_out), f"{prefix}dense{i}.b")
                 self.params += [W, b]
-                step.update(W=W, b=b)
-                shape = (n_out,)
+                step.update(W=W, b=b, units=n_out)
+                shape = (*shape[:-1], n_out)  # on a sequence: the same dense at every step
             elif kind == "embedding":
-                E = _shared(rng.uniform(-0.05, 0.05, (layer["input_dim"], layer["output_dim"])), f"embedding{i}.W")
+                E = _shared(rng.uniform(-0.05, 0.05, (layer["input_dim"], layer["output_dim"])),
+                            f"{prefix}embedding{i}.W")
                 self.params.append(E)
                 step["W"] = E
                 shape = ("seq", layer["output_dim"])
@@ -234,23 +255,38 @@ class SpecNet:
                 n_in, units = shape[1], layer["units"]
                 # Keras' layout and initialization: gates (i, f, c, o) side by side, Glorot-uniform
                 # input kernel, orthogonal recurrent kernel, ONE bias per gate, forget bias 1.
-                W = _shared(_glorot_uniform(rng, (n_in, 4 * units), n_in, 4 * units), f"lstm{i}.W")
-                U = _shared(_orthogonal(rng, units, 4 * units), f"lstm{i}.U")
+                W = _shared(_glorot_uniform(rng, (n_in, 4 * units), n_in, 4 * units), f"{prefix}lstm{i}.W")
+                U = _shared(_orthogonal(rng, units, 4 * units), f"{prefix}lstm{i}.U")
                 bias = np.zeros(4 * units)
                 bias[units : 2 * units] = 1.0
-                b = _shared(bias, f"lstm{i}.b")
+                b = _shared(bias, f"{prefix}lstm{i}.b")
                 self.params += [W, U, b]
                 step.update(W=W, U=U, b=b, units=units, use_lengths=bool(layer["use_lengths"]),
-                            return_sequences=bool(layer["return_sequences"]))
+                            return_sequences=bool(layer["return_sequences"]),
+                            takes_state=layer["initial_state"] == "encoder")
                 self.uses_lengths = self.uses_lengths or bool(layer["use_lengths"])
                 shape = ("seq", units) if layer["return_sequences"] else (units,)
-            self.plan.append(step)
-        if len(shape) != 1:
-            raise _common.SpecError(f"the model must end on a flat output (got {shape})")
+            plan.append(step)
+        return plan, shape
 
-    def forward(self, x: T.TensorVariable, lengths: T.TensorVariable | None, deterministic: bool) -> T.TensorVariable:
-        """Symbolic logits for x: float32 (N, C, H, W) images or int32 (N, T) token ids."""
-        for step in self.plan:
+    def forward(self, x: T.TensorVariable, lengths: T.TensorVariable | None, deterministic: bool,
+                x_dec: T.TensorVariable | None = None) -> T.TensorVariable:
+        """Symbolic logits: (N, classes), or (N, T, classes) for a sequence loss.
+
+        x: float32 (N, C, H, W) images or int32 (N, T) token ids; lengths: x's real lengths, for
+        LSTMs with use_lengths. An encoder-decoder encodes x and decodes x_dec (N, T_dec) from the
+        encoder's final (h, c).
+        """
+        if self.encoder_plan is None:
+            return self._run(self.plan, x, lengths, deterministic)[0]
+        _, state = self._run(self.encoder_plan, x, lengths, deterministic)
+        return self._run(self.plan, x_dec, None, deterministic, state)[0]
+
+    def _run(self, plan: list[dict], x: T.TensorVariable, lengths: T.TensorVariable | None, deterministic: bool,
+             state: tuple[Any, Any] | None = None) -> tuple[T.TensorVariable, tuple[Any, Any] | None]:
+        """One plan over x; (its output, the last LSTM's final (h, c)). state: for the LSTM that takes it."""
+        final = None
+        for step in plan:
             kind = step["type"]
             if kind == "conv2d":
                 if step["explicit_pads"]:
@@ -274,50 +310,72 @@ class SpecNet:
             elif kind == "flatten":
                 x = x.flatten(2)
             elif kind == "dense":
-                x = T.dot(x, step["W"]) + step["b"]
+                x = _dense(x, step)
             elif kind == "embedding":
                 x = step["W"][x]  # (N, T, D)
             elif kind == "lstm":
-                x = _lstm(x, lengths if step["use_lengths"] else None, step)
+                x, final = _lstm(x, lengths if step["use_lengths"] else None, step,
+                                 state if step["takes_state"] else None)
             activation = step["activation"]
             if activation not in (None, "linear"):
                 x = _ACTIVATIONS[activation](x)
-        return x
+        return x, final
 
 
-def _lstm(x: T.TensorVariable, lengths: T.TensorVariable | None, step: dict) -> T.TensorVariable:
-    """theano.scan over time: (N, T, D) -> last real hidden state (N, units), or every state.
+def _dense(x: T.TensorVariable, step: dict) -> T.TensorVariable:
+    """x W + b; on a sequence (N, T, D) one gemm over all N*T steps, reshaped back to (N, T, units)."""
+    if x.ndim == 2:
+        return T.dot(x, step["W"]) + step["b"]
+    n, t = x.shape[0], x.shape[1]
+    flat = x.reshape((n * t, x.shape[2]))
+    return (T.dot(flat, step["W"]) + step["b"]).reshape((n, t, step["units"]))
 
-    The input projection of all steps is one matrix product before the loop; the loop holds only
-    the recurrent product. With lengths, a (T, N) mask keeps h and c unchanged after a sequence's
-    last real token, so the final state is the state after that token.
+
+def _lstm(x: T.TensorVariable, lengths: T.TensorVariable | None, step: dict,
+          state: tuple[Any, Any] | None = None) -> tuple[T.TensorVariable, tuple[Any, Any]]:
+    """theano.scan over time: (N, T, D) -> (output, final (h, c)).
+
+    output: the last real hidden state (N, units), or every state (N, T, units) with
+    return_sequences. The input projection of all steps is one matrix product before the loop;
+    the loop holds only the recurrent product. With lengths, a (T, N) mask keeps h and c unchanged
+    after a sequence's last real token, so the final state is the state after that token.
+    state: the initial (h, c) (an encoder's); zeros without.
     """
     units, U = step["units"], step["U"]
     xs = x.dimshuffle(1, 0, 2)  # time-major (T, N, D): scan iterates over the first axis
     proj = T.dot(xs, step["W"]) + step["b"]  # (T, N, 4 units)
     n_steps, batch = xs.shape[0], xs.shape[1]
-    if lengths is None:
-        mask = T.ones((n_steps, batch), dtype=FLOATX)
-    else:
-        mask = T.cast(T.lt(T.arange(n_steps).dimshuffle(0, "x"), lengths.dimshuffle("x", 0)), FLOATX)
-    zeros = T.alloc(np.asarray(0.0, dtype=FLOATX), batch, units)
+    if state is None:
+        zeros = T.alloc(np.asarray(0.0, dtype=FLOATX), batch, units)
+        state = (zeros, zeros)
 
-    def cell(p_t, m_t, h_prev, c_prev, U):
+    def cell(p_t, h_prev, c_prev, U):
         z = p_t + T.dot(h_prev, U)
         i = T.nnet.sigmoid(z[:, :units])
         f = T.nnet.sigmoid(z[:, units : 2 * units])
         g = T.tanh(z[:, 2 * units : 3 * units])
         o = T.nnet.sigmoid(z[:, 3 * units :])
         c = f * c_prev + i * g
-        h = o * T.tanh(c)
+        return o * T.tanh(c), c
+
+    def masked_cell(p_t, m_t, h_prev, c_prev, U):
+        h, c = cell(p_t, h_prev, c_prev, U)
         m = m_t.dimshuffle(0, "x")
         return m * h + (1.0 - m) * h_prev, m * c + (1.0 - m) * c_prev
 
-    (hs, _), _ = theano.scan(cell, sequences=[proj, mask], outputs_info=[zeros, zeros],
-                             non_sequences=[U], strict=True, name="lstm")
+    if lengths is None:  # every step is real (no padding): no mask to apply
+        (hs, cs), _ = theano.scan(cell, sequences=[proj], outputs_info=list(state),
+                                  non_sequences=[U], strict=True, name="lstm")
+        out = hs.dimshuffle(1, 0, 2) if step["return_sequences"] else hs[-1]
+        return out, (hs[-1], cs[-1])
+    mask = T.cast(T.lt(T.arange(n_steps).dimshuffle(0, "x"), lengths.dimshuffle("x", 0)), FLOATX)
+    (hs, cs), _ = theano.scan(masked_cell, sequences=[proj, mask], outputs_info=list(state),
+                              non_sequences=[U], strict=True, name="lstm")
     if step["return_sequences"]:
-        return (hs * mask.dimshuffle(0, 1, "x")).dimshuffle(1, 0, 2)  # zeros after each end
-    return hs[-1]
+        out = (hs * mask.dimshuffle(0, 1, "x")).dimshuffle(1, 0, 2)  # zeros after each end
+    else:
+        out = hs[-1]
+    return out, (hs[-1], cs[-1])
 
 
 def _image_shape(shape: tuple[Any, ...], i: int, kind: str) -> tuple[int, int, int]:
@@ -390,9 +448,11 @@ class InferenceModel:
     """The trained network as a plain function of NumPy inputs, in inference mode (dropout off).
 
     Called like a Keras model, `model(x, training=False)`, so bench.frameworks._probe's generic path
-    can compare outputs. x: uint8 NHWC images or post-padded int token ids; lengths default to the
-    count of non-zero ids (the contract _common.check_post_padded enforces on the data). The whole
-    sequence is fed, padding included: the mask alone must keep the state. Compiled on first use.
+    can compare outputs; outputs(batch) takes a dict of role arrays (an encoder-decoder's x, len,
+    x_dec). x: uint8 NHWC images or post-padded int token ids; lengths default to the count of
+    non-zero ids (the contract _common.check_post_padded enforces on the data). The whole sequence
+    is fed, padding included: the mask alone must keep the state. Compiled on first use (only the
+    probe calls it; training and evaluation run their own compiled steps).
     """
 
     def __init__(self, trainer: TheanoTrainer):
@@ -402,17 +462,21 @@ class InferenceModel:
     def __call__(self, x: np.ndarray, training: bool = False, lengths: np.ndarray | None = None) -> np.ndarray:
         if training:
             raise ValueError("InferenceModel only runs in inference mode")
-        t = self.trainer
+        return self.outputs({"x": x} if lengths is None else {"x": x, "len": lengths})
+
+    def outputs(self, batch: dict[str, np.ndarray]) -> np.ndarray:
+        """Logits for a batch of role arrays: (N, classes), or (N, T, classes) for a sequence loss."""
+        inputs = self.trainer.inputs
         if self.fn is None:
-            inputs = [t.x_in] + ([t.len_in] if t.net.uses_lengths else [])
-            self.fn = theano.function(inputs, t.logits_eval, name="predict")
-        if x.ndim == 4:
-            args = [_images(x)]
-        else:
-            args = [np.asarray(x, dtype=np.int32)]
-            if t.net.uses_lengths:
-                lens = (np.asarray(x) != 0).sum(axis=1) if lengths is None else lengths
-                args.append(np.asarray(lens, dtype=np.int32))
+            self.fn = theano.function(list(inputs.values()), self.trainer.logits_eval, name="predict")
+        args = []
+        for role in inputs:
+            if role == "x" and np.ndim(batch["x"]) == 4:
+                args.append(_images(batch["x"]))
+            elif role == "len" and "len" not in batch:
+                args.append((np.asarray(batch["x"]) != 0).sum(axis=1).astype(np.int32))
+            else:
+                args.append(np.asarray(batch[role], dtype=np.int32))
         return np.asarray(self.fn(*args))
 
 
@@ -421,6 +485,70 @@ def _images(x: np.ndarray) -> np.ndarray:
     out = np.ascontiguousarray(np.asarray(x).transpose(0, 3, 1, 2), dtype=FLOATX)
     out /= np.asarray(255.0, dtype=FLOATX)  # in place: the converted split is the only copy
     return out
+
+
+def _slot(p: theano.compile.SharedVariable, what: str) -> theano.compile.SharedVariable:
+    """A zero-initialized optimizer state shaped like parameter p."""
+    return theano.shared(np.zeros(p.get_value(borrow=True).shape, dtype=FLOATX), name=f"{p.name}.{what}")
+
+
+def _floatx(value: float) -> np.ndarray:
+    """A float32 constant: a Python float would upcast Theano's float32 graph to float64."""
+    return np.asarray(value, dtype=FLOATX)
+
+
+def _sgd_updates(params: list, grads: list, opt: dict, decay: np.ndarray) -> list[tuple[Any, Any]]:
+    """SGD, with momentum as Keras: v = momentum v - lr g; w += v."""
+    lr, momentum = _floatx(opt["lr"]), _floatx(opt["momentum"])
+    updates: list[tuple[Any, Any]] = []
+    for p, g in zip(params, grads):
+        if opt["momentum"]:
+            v = _slot(p, "velocity")
+            v_new = momentum * v - lr * g
+            updates += [(v, v_new), (p, p * decay + v_new)]
+        else:
+            updates.append((p, p * decay - lr * g))
+    return updates
+
+
+def _adam_updates(params: list, grads: list, opt: dict, decay: np.ndarray) -> list[tuple[Any, Any]]:
+    """Keras' Adam: alpha = lr * sqrt(1 - beta2^t) / (1 - beta1^t); w -= alpha * m / (sqrt(v) + eps)."""
+    lr, b1, b2, eps = (_floatx(opt[k]) for k in ("lr", "beta1", "beta2", "epsilon"))
+    one = _floatx(1.0)
+    t = theano.shared(_floatx(0.0), name="adam.t")
+    t_new = t + one
+    alpha = lr * T.sqrt(one - b2**t_new) / (one - b1**t_new)
+    updates: list[tuple[Any, Any]] = [(t, t_new)]
+    for p, g in zip(params, grads):
+        m, v = _slot(p, "m"), _slot(p, "v")
+        m_new = b1 * m + (one - b1) * g
+        v_new = b2 * v + (one - b2) * T.sqr(g)
+        updates += [(m, m_new), (v, v_new), (p, p * decay - alpha * m_new / (T.sqrt(v_new) + eps))]
+    return updates
+
+
+def _adadelta_updates(params: list, grads: list, opt: dict, decay: np.ndarray) -> list[tuple[Any, Any]]:
+    """Keras 2's Adadelta: a = rho a + (1 - rho) g^2; step = g sqrt(d + eps) / sqrt(a + eps);
+    d = rho d + (1 - rho) step^2; w -= lr step."""
+    lr, rho, eps = (_floatx(opt[k]) for k in ("lr", "rho", "epsilon"))
+    one = _floatx(1.0)
+    updates: list[tuple[Any, Any]] = []
+    for p, g in zip(params, grads):
+        a, d = _slot(p, "accumulator"), _slot(p, "delta_accumulator")
+        a_new = rho * a + (one - rho) * T.sqr(g)
+        step = g * T.sqrt(d + eps) / T.sqrt(a_new + eps)
+        d_new = rho * d + (one - rho) * T.sqr(step)
+        updates += [(a, a_new), (d, d_new), (p, p * decay - lr * step)]
+    return updates
+
+
+_OPTIMIZERS = {"sgd": _sgd_updates, "adam": _adam_updates, "adadelta": _adadelta_updates}
+_LOSS_NAMES = {
+    "categorical": "T.nnet.crossentropy_softmax_1hot",
+    "binary": "softplus(z) - y * z",
+    "sequence": "T.nnet.crossentropy_softmax_1hot over the (N*T, classes) logits, sum over counted tokens "
+    "/ their number",
+}
 
 
 class TheanoTrainer:
@@ -439,10 +567,14 @@ class TheanoTrainer:
         self.batch_size = int(training["batch_size"])
         self.shuffle = bool(training.get("shuffle", True))
         self.opt_settings = _common.optimizer_settings(spec)
+        self.inputs, self.labels = self._symbolic_inputs(data.train)
         self.train_data = self._to_shared(data.train, "train")
         self.test_data = self._to_shared(data.test, "test")
         self.n_train = int(data.train["y"].shape[0])
         self.n_test = int(data.test["y"].shape[0])
+        # What each row adds to the means: its counted tokens (sequence labels) or 1.
+        self.train_weights = self._row_weights(data.train)
+        self.test_weight = int(self._row_weights(data.test).sum())
         started = time.perf_counter()
         self._compile()  # graph optimization and g++ (cached per environment): part of setup
         self.compile_seconds = round(time.perf_counter() - started, 2)
@@ -450,28 +582,56 @@ class TheanoTrainer:
         self.epoch = 0
 
     # -- setup ---------------------------------------------------------------------------------
-    def _to_shared(self, split: dict, name: str) -> dict[str, Any]:
-        """The whole split as shared variables, converted once (the tutorials' load_data)."""
-        x = split["x"]
-        out: dict[str, Any] = {}
-        if x.ndim == 4:
-            out["x"] = theano.shared(_images(x), name=f"{name}.x", borrow=True)
+    def _symbolic_inputs(self, split: dict) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The graph's inputs by role, ({x, len?, x_dec?}, {y, y_len?}): only the roles the model reads."""
+        images = self.spec_model.input_shape is not None
+        inputs = {"x": T.tensor4("x", dtype=FLOATX) if images else T.matrix("x", dtype="int32")}
+        if self.net.uses_lengths:
+            inputs["len"] = T.vector("len", dtype="int32")
+        if self.net.encoder_plan is not None:
+            inputs["x_dec"] = T.matrix("x_dec", dtype="int32")
+        if self.kind == "sequence":
+            labels = {"y": T.matrix("y", dtype="int32")}
+            if "y_len" in split:
+                labels["y_len"] = T.vector("y_len", dtype="int32")
         else:
-            out["x"] = theano.shared(np.asarray(x, dtype=np.int32), name=f"{name}.x", borrow=True)
-            if "len" in split:
-                _common.check_post_padded(x, split["len"])  # the mask and the batch cut rely on it
-                out["len"] = theano.shared(np.asarray(split["len"], dtype=np.int32), name=f"{name}.len",
-                                           borrow=True)
-        y = np.asarray(split["y"])
-        y = y.astype(FLOATX) if self.kind == "binary" else y.astype(np.int32)
-        out["y"] = theano.shared(y, name=f"{name}.y", borrow=True)
+            labels = {"y": T.vector("y", dtype=FLOATX if self.kind == "binary" else "int32")}
+        return inputs, labels
+
+    def _to_shared(self, split: dict, name: str) -> dict[str, Any]:
+        """The roles the graph reads, as shared variables converted once (the tutorials' load_data)."""
+        out: dict[str, Any] = {}
+        for role in (*self.inputs, *self.labels):
+            if role not in split:
+                raise _common.SpecError(f"the model reads '{role}' but the {name} data has no such array")
+            arr = np.asarray(split[role])
+            if role == "x" and arr.ndim == 4:
+                arr = _images(arr)
+            elif role == "y" and self.kind == "binary":
+                arr = arr.astype(FLOATX)
+            else:
+                arr = arr.astype(np.int32)
+            out[role] = theano.shared(arr, name=f"{name}.{role}", borrow=True)
+        if "len" in out:
+            _common.check_post_padded(split["x"], split["len"])  # the mask and the batch cut rely on it
         return out
 
-    def _loss_and_correct(self, logits: T.TensorVariable, y: T.TensorVariable) -> tuple[Any, Any]:
+    def _row_weights(self, split: dict) -> np.ndarray:
+        """Per row, how many predictions count: its counted tokens (sequence labels) or 1."""
+        y = np.asarray(split["y"])
+        if self.kind != "sequence":
+            return np.ones(len(y), dtype=np.int64)
+        return _common.token_mask(y, split["y_len"] if "y_len" in self.labels else None).sum(axis=1)
+
+    def _loss_and_correct(self, logits: T.TensorVariable, labels: dict[str, Any]) -> tuple[Any, Any]:
+        """(mean loss over the batch's counted predictions, how many of them are right)."""
+        y = labels["y"]
         if self.kind == "categorical":
             # Softmax and cross-entropy fused, from logits (CrossentropySoftmaxArgmax1HotWithBias).
             loss = T.nnet.crossentropy_softmax_1hot(logits, y)[0].mean()
             correct = T.eq(T.argmax(logits, axis=1), y).sum()
+        elif self.kind == "sequence":
+            loss, correct = _sequence_loss(logits, y, labels.get("y_len"))
         else:
             z = logits.flatten()  # (N, 1) -> (N,)
             # -[y log sigmoid(z) + (1 - y) log(1 - sigmoid(z))] = softplus(z) - y z, from logits
@@ -482,70 +642,43 @@ class TheanoTrainer:
         return loss, correct
 
     def _updates(self, loss: T.TensorVariable) -> list[tuple[Any, Any]]:
-        """Hand-written updates with Keras 3 semantics, decoupled weight decay included."""
+        """Hand-written updates with Keras semantics, decoupled weight decay included.
+
+        w -= lr * weight_decay * w first (the factor `decay`), then the optimizer's step from the
+        gradient at the old w.
+        """
         opt = self.opt_settings
-        grads = T.grad(loss, self.params)
-        lr = np.asarray(opt["lr"], dtype=FLOATX)
-        decay = np.asarray(1.0 - opt["lr"] * opt["weight_decay"], dtype=FLOATX)
-        updates: list[tuple[Any, Any]] = []
+        decay = _floatx(1.0 - opt["lr"] * opt["weight_decay"])
+        return _OPTIMIZERS[opt["name"]](self.params, T.grad(loss, self.params), opt, decay)
 
-        def zeros_like(p: Any) -> Any:
-            return theano.shared(np.zeros(p.get_value(borrow=True).shape, dtype=FLOATX), name=f"{p.name}.slot")
+    def _batch_givens(self, split: dict, rows: Any) -> dict:
+        """Each graph input -> the batch's rows of the split's shared variable, padding cut off.
 
-        # w -= lr * weight_decay * w first, then the optimizer's step from the gradient at the old w.
-        if opt["name"] == "sgd":
-            momentum = np.asarray(opt["momentum"], dtype=FLOATX)
-            for p, g in zip(self.params, grads):
-                if opt["momentum"]:
-                    v = zeros_like(p)
-                    v_new = momentum * v - lr * g
-                    updates += [(v, v_new), (p, p * decay + v_new)]
-                else:
-                    updates.append((p, p * decay - lr * g))
-            return updates
-        b1, b2 = np.asarray(opt["beta1"], dtype=FLOATX), np.asarray(opt["beta2"], dtype=FLOATX)
-        eps = np.asarray(opt["epsilon"], dtype=FLOATX)
-        one = np.asarray(1.0, dtype=FLOATX)
-        t = theano.shared(np.asarray(0.0, dtype=FLOATX), name="adam.t")
-        t_new = t + one
-        # Keras' Adam: alpha = lr * sqrt(1 - beta2^t) / (1 - beta1^t); w -= alpha * m / (sqrt(v) + eps).
-        alpha = lr * T.sqrt(one - b2**t_new) / (one - b1**t_new)
-        updates.append((t, t_new))
-        for p, g in zip(self.params, grads):
-            m, v = zeros_like(p), zeros_like(p)
-            m_new = b1 * m + (one - b1) * g
-            v_new = b2 * v + (one - b2) * T.sqr(g)
-            updates += [(m, m_new), (v, v_new), (p, p * decay - alpha * m_new / (T.sqrt(v_new) + eps))]
-        return updates
+        Post-padded sources are cut to the batch's longest sequence (the steps after it are all
+        padding); a decoder's input and its labels to the longest counted target (later steps
+        count nowhere, and a left-to-right LSTM never reads ahead).
+        """
+        batch = {role: split[role][rows] for role in (*self.inputs, *self.labels)}
+        if "len" in batch:
+            batch["x"] = batch["x"][:, : T.max(batch["len"])]
+        if "x_dec" in batch and "y_len" in batch:
+            steps = T.max(batch["y_len"])
+            batch["x_dec"], batch["y"] = batch["x_dec"][:, :steps], batch["y"][:, :steps]
+        return {var: batch[role] for role, var in (*self.inputs.items(), *self.labels.items())}
 
     def _compile(self) -> None:
         """Build the two graphs and compile the training step and the evaluation step."""
-        images = self.spec_model.input_shape is not None
-        self.x_in = T.tensor4("x", dtype=FLOATX) if images else T.matrix("x", dtype="int32")
-        self.len_in = T.vector("lengths", dtype="int32")
-        y_in = T.vector("y", dtype=FLOATX if self.kind == "binary" else "int32")
-        lengths = self.len_in if self.net.uses_lengths else None
-        logits_train = self.net.forward(self.x_in, lengths, deterministic=False)
-        self.logits_eval = self.net.forward(self.x_in, lengths, deterministic=True)
-        loss, correct = self._loss_and_correct(logits_train, y_in)
-        _, correct_eval = self._loss_and_correct(self.logits_eval, y_in)
-
-        def batch_givens(split: dict, rows: Any) -> dict:
-            givens = {y_in: split["y"][rows]}
-            x = split["x"][rows]
-            if self.net.uses_lengths:
-                lens = split["len"][rows]
-                givens[self.len_in] = lens
-                x = x[:, : T.max(lens)]  # post-padded: steps after the longest sequence are all padding
-            givens[self.x_in] = x
-            return givens
-
+        forward_inputs = (self.inputs["x"], self.inputs.get("len"))
+        logits_train = self.net.forward(*forward_inputs, deterministic=False, x_dec=self.inputs.get("x_dec"))
+        self.logits_eval = self.net.forward(*forward_inputs, deterministic=True, x_dec=self.inputs.get("x_dec"))
+        loss, correct = self._loss_and_correct(logits_train, self.labels)
+        _, correct_eval = self._loss_and_correct(self.logits_eval, self.labels)
         idx = T.vector("idx", dtype="int64")  # the batch's rows of the shuffled epoch
         self._train = theano.function([idx], [loss, correct], updates=self._updates(loss),
-                                      givens=batch_givens(self.train_data, idx), name="train_step")
+                                      givens=self._batch_givens(self.train_data, idx), name="train_step")
         start, stop = T.lscalar("start"), T.lscalar("stop")
         self._eval = theano.function([start, stop], correct_eval,
-                                     givens=batch_givens(self.test_data, slice(start, stop)), name="eval_step")
+                                     givens=self._batch_givens(self.test_data, slice(start, stop)), name="eval_step")
 
     # -- protocol ------------------------------------------------------------------------------
     def param_count(self) -> int:
@@ -553,27 +686,33 @@ class TheanoTrainer:
         return int(sum(p.get_value(borrow=True).size for p in self.params))
 
     def train_epoch(self) -> tuple[float, float | None]:
-        """One pass in training mode; (mean loss per example, training accuracy over the epoch)."""
+        """One pass in training mode; (mean loss, training accuracy), both per example or per counted token."""
         self.epoch += 1
-        n = self.n_train
-        order = self.rng.permutation(n) if self.shuffle else np.arange(n)
-        total, correct = 0.0, 0
-        for b, start in enumerate(_common.batches(n, self.batch_size)):
+        order = self.rng.permutation(self.n_train) if self.shuffle else np.arange(self.n_train)
+        total, correct, seen = 0.0, 0, 0
+        for b, start in enumerate(_common.batches(self.n_train, self.batch_size)):
             rows = order[start : start + self.batch_size]
             loss, right = self._train(rows)
             loss = float(loss)  # on the CPU the value is already on the host: check every step
             if not math.isfinite(loss):
                 raise NonFiniteLoss(f"loss became {loss} at step {b + 1} of epoch {self.epoch}")
-            total += loss * len(rows)
+            weight = int(self.train_weights[rows].sum())
+            total += loss * weight
             correct += int(right)
-        return total / n, correct / n
+            seen += weight
+        return total / seen, correct / seen
 
     def evaluate(self) -> float:
-        """Test accuracy from the deterministic graph (dropout off), batches of the training batch size."""
+        """Test accuracy (per example or per counted token) from the deterministic graph (dropout off),
+        in batches of the training batch size."""
         correct = 0
         for start in _common.batches(self.n_test, self.batch_size):
             correct += int(self._eval(start, min(start + self.batch_size, self.n_test)))
-        return correct / self.n_test
+        return correct / self.test_weight
+
+    def outputs(self, batch: dict[str, np.ndarray]) -> np.ndarray:
+        """Logits (N, T, classes) for a batch of role arrays (x, len, x_dec), in inference mode."""
+        return self.model.outputs(batch)
 
     def synchronize(self) -> None:
         """Nothing to wait for: a compiled Theano function returns when its CPU work is done."""
@@ -581,13 +720,13 @@ class TheanoTrainer:
     def _ops(self) -> set[str]:
         return {type(node.op).__name__ for node in self._train.maker.fgraph.toposort()}
 
-    def info(self) -> dict:
-        """What was really used: device, threads, kernels (read from the compiled graph), layout, ..."""
+    def _kernels(self) -> dict[str, str]:
+        """Each layer type -> the op that ran it, read from the compiled training graph."""
         ops = self._ops()
         ldflags = theano.config.blas.ldflags
         blas = "OpenBLAS" if "openblas" in ldflags else (ldflags or "NumPy C-API BLAS")
         kernels = {}
-        types = {layer["type"] for layer in self.spec_model.layers}
+        types = {layer["type"] for layer in (self.spec_model.encoder or []) + self.spec_model.layers}
         if "conv2d" in types:
             conv_ops = sorted(o for o in ops if o.startswith(("CorrMM", "Conv", "AbstractConv")))
             kernels["conv2d"] = f"theano.tensor.nnet.conv2d -> {', '.join(conv_ops)} (im2col + {blas} gemm, C)"
@@ -596,30 +735,38 @@ class TheanoTrainer:
             kernels["maxpool2d"] = f"theano.tensor.signal.pool.pool_2d -> {', '.join(pool_ops)} (C)"
         if "dense" in types:
             dots = sorted(o for o in ops if o in ("Gemm", "Dot22", "Dot22Scalar", "Gemv", "Ger"))
-            kernels["dense"] = f"T.dot -> {', '.join(dots)} ({blas})"
+            per_step = " at every step as one product over (N*T, units)" if self.kind == "sequence" else ""
+            kernels["dense"] = f"T.dot{per_step} -> {', '.join(dots)} ({blas})"
         if "lstm" in types:
             loop = "Python loop" if sys.modules.get("theano.scan_module.scan_perform_ext") is None else "Cython loop"
             kernels["lstm"] = (
                 f"theano.scan over time steps ({loop}: the compiled scan_perform_ext does not build on Python 3.11; "
                 "each step runs compiled C), Keras gates (i, f, c, o), one bias per gate"
             )
-            kernels["lstm_lengths"] = (
-                "mask from real lengths keeps h, c after the last real token; each batch cut to its longest sequence"
-            )
+            if self.net.uses_lengths:
+                kernels["lstm_lengths"] = (
+                    "mask from real lengths keeps h, c after the last real token; each batch cut to its longest "
+                    "sequence"
+                )
+            if self.net.encoder_plan is not None:
+                kernels["lstm_initial_state"] = "the decoder's scan starts from the encoder's final (h, c)"
+        return kernels
+
+    def info(self) -> dict:
+        """What was really used: device, threads, kernels (read from the compiled graph), layout, ..."""
         return {
             "framework": NAME,
             "versions": versions(),
             "device": self.device,
             "device_name": _common.cpu_name(),
             "threads": self.threads,
-            "kernels": kernels,
+            "kernels": self._kernels(),
             "data_layout": "NCHW ('bc01', converted once at setup)" if self.spec_model.input_shape else "ids (N, T)",
             "input_pipeline": (
                 "whole split in Theano shared variables; each compiled step takes the batch's row indices "
                 "(seeded permutation each epoch) and gathers inside the graph (givens)"
             ),
-            "loss": ("T.nnet.crossentropy_softmax_1hot" if self.kind == "categorical" else "softplus(z) - y * z")
-            + " on logits (output activation folded into the loss)",
+            "loss": _LOSS_NAMES[self.kind] + " on logits (output activation folded into the loss)",
             "optimizer": self.opt_settings,
             "weight_decay_rule": _common.WEIGHT_DECAY_RULE,
             "theano_config": {
@@ -632,6 +779,25 @@ class TheanoTrainer:
             },
             "compile_seconds": self.compile_seconds,
         }
+
+
+def _sequence_loss(logits: T.TensorVariable, y: T.TensorVariable,
+                   y_len: T.TensorVariable | None) -> tuple[Any, Any]:
+    """Per-token cross-entropy summed over counted tokens / their number; and how many are right.
+
+    The (N, T, classes) logits are one (N*T, classes) matrix, so the fused softmax-cross-entropy
+    op runs once per batch. Counted: each row's first y_len steps (all steps without y_len).
+    """
+    n, steps = y.shape
+    flat = logits.reshape((n * steps, logits.shape[2]))
+    targets = y.flatten()
+    nll = T.nnet.crossentropy_softmax_1hot(flat, targets)[0]
+    hits = T.eq(T.argmax(flat, axis=1), targets)
+    if y_len is None:
+        return nll.mean(), hits.sum()
+    counted = T.lt(T.arange(steps).dimshuffle("x", 0), y_len.dimshuffle(0, "x")).flatten()
+    weights = T.cast(counted, FLOATX)
+    return (nll * weights).sum() / weights.sum(), (hits * counted).sum()
 
 
 def make_trainer(spec: dict, data: Any, device: str, seed: int) -> TheanoTrainer:

@@ -85,15 +85,28 @@ def tee_log(stream: IO[bytes], log_path: Path) -> threading.Thread:
     return thread
 
 
-def get(name: str) -> Runner:
-    """The runner called `name`."""
+def choose_auto() -> tuple[str, str]:
+    """RUNNER=auto: ('docker', why) where a Docker engine answers, else ('local', why)."""
+    from bench import images
+
+    try:
+        images.client()
+    except UsageError as exc:
+        return "local", f"{exc.problem}; the local runner uses virtual environments from the same locks"
+    return "docker", "a Docker engine answers (RUNNER=local to use virtual environments instead)"
+
+
+def get(name: str, device: str = "cpu") -> Runner:
+    """The runner called `name` ('auto': docker where an engine answers, else local, saying which)."""
+    if name == "auto":
+        name, why = choose_auto()
+        print(f"runner: {name} ({why})", flush=True)
     if name == "local":
         from bench.runners.local import LocalRunner
 
         return LocalRunner()
     if name == "docker":
-        raise UsageError(
-            "the docker runner is not available in this version of the kit",
-            "use RUNNER=local (per-framework virtual environments built from the same lock)",
-        )
+        from bench.runners.docker import DockerRunner
+
+        return DockerRunner(device=device)
     raise UsageError(f"unknown runner '{name}'", f"choose from: {', '.join(RUNNERS)} (RUNNER=...)")
