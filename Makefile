@@ -62,6 +62,8 @@ demo: FRAMEWORKS = pytorch keras
 demo: PROFILE = quick
 demo: REPEATS = 2
 demo: DATA = synthetic
+# The quick look runs in virtual environments: no image builds, no registry (RUNNER=docker to change).
+demo: RUNNER = local
 demo: host ## the main job on built-in synthetic data: CPU, quick profile, 2 repeats, no network
 	$(HOSTPY) -m data synthetic --datasets mnist imdb
 	$(HOSTPY) -m bench campaign --target demo --campaign demo $(RUN_ARGS)
@@ -79,8 +81,15 @@ lint: host ## ruff
 
 LOCK_ENV := .venv/lock
 LOCK_FLAGS := --generate-hashes --allow-unsafe --no-emit-find-links --no-emit-index-url --strip-extras
-lock: ## re-resolve every images/*/*/requirements.in into its hash-locked requirements.txt
-	@rm -rf $(LOCK_ENV) && $(PYTHON) -m venv $(LOCK_ENV) && $(LOCK_ENV)/bin/python -m pip install -q pip-tools
+# GPU locks name CUDA wheels of GBs: they are resolved from the wheels' metadata alone (fast-deps reads
+# it with HTTP range requests; pip >= 25.3 fetches nothing more in a resolve), wheels only, from the
+# index (a find-links folder holding a CPU torch would shadow the CUDA build: pip drops an empty
+# PIP_FIND_LINKS, so a blank clears the configured ones), and hashed by
+# `bench.lockfile hash` from the index's file listing (pip-compile --generate-hashes downloads files).
+GPU_LOCK_ENV := PIP_ONLY_BINARY=:all: PIP_USE_FEATURE=fast-deps PIP_FIND_LINKS=' '
+GPU_LOCK_FLAGS := --allow-unsafe --no-emit-find-links --no-emit-index-url --no-emit-options --strip-extras
+lock: ## re-resolve every images/*/*/requirements.in (and requirements-gpu.in) into its hash-locked .txt
+	@rm -rf $(LOCK_ENV) && $(PYTHON) -m venv $(LOCK_ENV) && $(LOCK_ENV)/bin/python -m pip install -q "pip>=25.3" pip-tools
 	@# A folder with build-requirements.in (an sdist built at install time, e.g. chainer) locks its build
 	@# tools first and resolves without build isolation, with those tools installed.
 	@# Paper-era folders have no requirements.in: bench.lockfile resolves their pins for Python 3.6.
@@ -96,6 +105,11 @@ lock: ## re-resolve every images/*/*/requirements.in into its hash-locked requir
 	  fi; \
 	  echo "locking $${dir}requirements.in"; \
 	  $(LOCK_ENV)/bin/pip-compile -q $(LOCK_FLAGS) $$iso --output-file "$${dir}requirements.txt" "$${dir}requirements.in"; \
+	  [ -f "$${dir}requirements-gpu.in" ] || continue; \
+	  echo "locking $${dir}requirements-gpu.in (metadata only)"; \
+	  $(GPU_LOCK_ENV) $(LOCK_ENV)/bin/pip-compile -q $(GPU_LOCK_FLAGS) \
+	    --output-file "$${dir}requirements-gpu.txt" "$${dir}requirements-gpu.in" && \
+	  $(GPU_LOCK_ENV) $(LOCK_ENV)/bin/python -m bench.lockfile hash "$${dir}requirements-gpu.txt" || exit 1; \
 	done
 	$(MAKE) --no-print-directory host
 	$(HOSTPY) -m bench.lockfile write

@@ -50,6 +50,7 @@ VARIANTS = ("cpu", "gpu")
 LABEL_PREFIX = "org.dlrepro."
 BASE_IMAGE_VAR = "BASE_IMAGE"
 _PINNED = re.compile(r"(^sha256:[0-9a-f]{64}$)|(@sha256:[0-9a-f]{64}$)")
+_BASE_ARG = re.compile(r"^ARG BASE_IMAGE=(\S+)", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -119,7 +120,9 @@ def tag(spec: ImageSpec, base: str | None) -> str:
 
 def cuda_of_lock(lock_text: str) -> str | None:
     """The CUDA runtime (x.y) a lock installs, read from its CUDA wheels; None for a CPU lock."""
-    runtime = re.search(r"(?m)^nvidia-cuda-runtime-cu\d+==(\d+)\.(\d+)", lock_text)
+    # CUDA 12 wheels carry the major version in the name (nvidia-cuda-runtime-cu12, tensorflow[and-cuda]);
+    # from CUDA 13 on they do not (nvidia-cuda-runtime==13.0.96, torch 2.13): the version says it.
+    runtime = re.search(r"(?m)^nvidia-cuda-runtime(?:-cu\d+)?==(\d+)\.(\d+)", lock_text)
     if runtime:
         return f"{runtime.group(1)}.{runtime.group(2)}"
     bundled = re.search(r"(?m)^(?:mxnet|cupy)-cu(?:da)?(\d+?)(\d)==", lock_text)  # mxnet-cu112: CUDA 11.2
@@ -253,6 +256,35 @@ def resolve_base(docker_client, ref: str | None) -> str | None:
                          "pin it by digest (name@sha256:...) or make it first (make base)") from None
 
 
+def dockerfile_base(spec: ImageSpec) -> str:
+    """The base the spec's Dockerfile pins by digest (its ARG BASE_IMAGE default)."""
+    found = _BASE_ARG.search((spec.folder / "Dockerfile").read_text())
+    if not found:
+        raise UsageError(f"{spec.folder / 'Dockerfile'} has no 'ARG BASE_IMAGE=...' default",
+                         "pin the base there by digest")
+    return found.group(1)
+
+
+def ensure_base(docker_client, ref: str) -> None:
+    """The base image is on this engine, pulled if it is not; a UsageError naming the
+    registry-free route when it cannot be pulled (offline hosts, no registry)."""
+    from docker.errors import APIError, ImageNotFound
+
+    try:
+        docker_client.images.get(ref)
+        return
+    except ImageNotFound:
+        pass
+    _say(f"pulling base image {ref} ...")
+    try:
+        docker_client.images.pull(ref)
+    except APIError as exc:
+        reason = str(exc.explanation or exc).splitlines()[0][:200]
+        raise UsageError(f"base image {ref} is not on this engine and cannot be pulled ({reason})",
+                         "make base, then pass BASE_IMAGE=dlrepro/base:bookworm (no registry needed); "
+                         "or RUNNER=local") from None
+
+
 def find(docker_client, image_tag: str):
     """The local image with this tag, or None."""
     from docker.errors import ImageNotFound
@@ -289,6 +321,7 @@ def build(docker_client, spec: ImageSpec, base_ref: str | None = None, quiet: bo
     if existing is not None:
         _say(f"image {image_tag} is built ({existing.id[:19]}), reused")
         return existing
+    ensure_base(docker_client, base or dockerfile_base(spec))
     build_args = {"DLREPRO_ERA": spec.era, "DLREPRO_VARIANT": spec.variant,
                   "DLREPRO_LOCK_SHA256": lock_sha256(spec), **index_build_args()}
     if base:

@@ -14,7 +14,10 @@ from bench.errors import UsageError
 
 REPO = Path(__file__).resolve().parents[1]
 PY = f"{sys.version_info.major}.{sys.version_info.minor}"
-LOCKS = ("host", "pytorch/current", "keras/current")
+# Every committed hash lock of a current-era or host environment (build locks of sdists and GPU
+# locks included).
+LOCK_GLOBS = ("host/*requirements.txt", "*/current/*requirements.txt", "*/current/requirements-gpu.txt")
+LOCKS = sorted(str(p.relative_to(REPO / "images")) for g in LOCK_GLOBS for p in (REPO / "images").glob(g))
 
 
 @pytest.fixture
@@ -90,7 +93,7 @@ def test_failed_install_is_reported_and_not_marked(fake_images):
 
 @pytest.mark.parametrize("name", LOCKS)
 def test_committed_locks_are_hash_locked_and_portable(name):
-    text = (REPO / "images" / name / "requirements.txt").read_text()
+    text = (REPO / "images" / name).read_text()
     pins = re.findall(r"^([A-Za-z0-9_.-]+)==(\S+) \\$", text, re.MULTILINE)
     assert pins, "no pinned packages"
     # Every requirement line is pinned and followed by at least one sha256 hash.

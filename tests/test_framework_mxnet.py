@@ -11,30 +11,10 @@ from __future__ import annotations
 
 import pytest
 
-from bench import spec
 from tests import frameworkcheck as check
 from tests.frameworkcheck import *  # noqa: F403  (frameworkcheck.__all__: the shared tests, run here)
-from tests.frameworkcheck import test_cnn_parameter_counts_equal_keras  # noqa: F401
 
 FRAMEWORK = "mxnet"
-# Runs inside the mxnet environment: builds each named CNN spec (argv[1], comma-separated) without
-# training it; prints its trainable parameter count and output shape for a batch of two.
-BUILD_SCRIPT = """
-import json, sys
-import numpy as np, mxnet as mx
-from bench import spec
-from bench.frameworks import _common, mxnet as m
-out = {}
-for w in sys.argv[1].split(","):
-    model = _common.model_layers(spec.load(w, 'smoke'))
-    net = m.build_model(model, False)
-    net.initialize(mx.init.Xavier())
-    h, w_, c = model.input_shape
-    shape = net(mx.nd.zeros((2, c, h, w_))).shape
-    count = sum(int(np.prod(p.shape)) for p in net.collect_params().values() if p.grad_req != 'null')
-    out[w] = [count, list(shape)]
-print(json.dumps(out))
-"""
 
 
 probe = check.probe_fixture(FRAMEWORK, check.PROBED)
@@ -52,15 +32,6 @@ def test_lstm_parameter_count_has_the_second_bias(probe, workload):
     """gluon.rnn.LSTM keeps two bias vectors per gate (i2h and h2h, as cuDNN does), Keras one."""
     assert 4 * check.lstm_units() == 400
     check.assert_lstm_second_bias(probe["workloads"][workload]["param_count"], workload)
-
-
-@pytest.mark.slow
-def test_every_cnn_spec_builds_with_the_keras_count():
-    """cnn-cifar100 and cnn-svhn ('same' pools with stride 1) are only built, not trained."""
-    built = check.run_in_env(FRAMEWORK, ["-c", BUILD_SCRIPT, ",".join(check.CNN_SPECS)], "CNN build", 300)
-    check.assert_every_cnn_spec_counted({workload: count for workload, (count, _) in built.items()})
-    for workload, (_, shape) in built.items():
-        assert shape == [2, spec.load(workload)["model"]["num_classes"]], workload
 
 
 @pytest.mark.slow

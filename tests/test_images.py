@@ -8,11 +8,13 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 
 from bench import images, lockfile
+from bench.errors import UsageError
 from bench.runners import Launch
 from bench.runners.docker import DATA_MOUNT, OUT_MOUNT, container_config
 
@@ -39,8 +41,8 @@ def test_hadolint_passes(dockerfile):
 @pytest.mark.parametrize("dockerfile", DOCKERFILES, ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}")
 def test_base_is_pinned_by_digest_and_user_is_not_root(dockerfile):
     text = dockerfile.read_text()
-    base = re.search(r"(?m)^ARG BASE_IMAGE=(\S+)$", text)
-    assert base and images.is_pinned(base.group(1)), "the default base must be name@sha256:<digest>"
+    spec = images.ImageSpec(dockerfile.parent.parent.name, dockerfile.parent.name, "cpu")
+    assert images.is_pinned(images.dockerfile_base(spec)), "the default base must be name@sha256:<digest>"
     assert all(line.split()[1] in ("${BASE_IMAGE}", "system") for line in text.splitlines()
                if line.startswith("FROM ")), "every FROM goes through the pinned BASE_IMAGE"
     assert re.search(r"(?m)^USER 10001:10001$", text)
@@ -108,6 +110,58 @@ def test_cuda_is_read_from_the_locks_cuda_wheels():
     assert images.cuda_of_lock("mxnet-cu112==1.9.1 \\\n") == "11.2"
     assert images.cuda_of_lock("cupy-cuda92==4.5.0\n") == "9.2"
     assert images.cuda_of_lock("torch==2.13.0+cpu \\\n") is None
+    # CUDA 13 wheels drop the -cuNN suffix (torch 2.13's runtime): the version still says it.
+    assert images.cuda_of_lock("nvidia-cuda-runtime==13.0.96 \\\n") == "13.0"
+
+
+# Frameworks with a GPU image in the current era; chainer and theano have none (no CuPy 7 / pygpu
+# wheels for Python 3.11).
+GPU_FRAMEWORKS = ("pytorch", "tensorflow", "keras", "mxnet")
+
+
+@pytest.mark.parametrize("fw", GPU_FRAMEWORKS)
+def test_gpu_lock_carries_the_cuda_versions_lock_records(fw):
+    spec = images.ImageSpec(fw, "current", "gpu")
+    spec.check()
+    cuda = images.cuda_of_lock(spec.lock.read_text())
+    assert cuda is not None, f"{spec.lock.name} of {fw} names no CUDA wheel"
+    entry = tomllib.loads(lockfile.LOCK_FILE.read_text())["images"][f"{fw}/current/gpu"]
+    assert entry["cuda"] == cuda and entry["lock"].endswith("requirements-gpu.txt")
+    assert images.labels(spec, None)["org.dlrepro.cuda"] == cuda
+    if fw == "mxnet":
+        assert cuda == "11.2"  # mxnet-cu112 bundles CUDA 11.2
+
+
+@pytest.mark.parametrize("fw", GPU_FRAMEWORKS)
+def test_gpu_lock_keeps_the_cpu_locks_other_pins(fw):
+    folder = images.ImageSpec(fw).folder
+    cpu = lockfile.parse_lock((folder / "requirements.txt").read_text())
+    gpu = lockfile.parse_lock((folder / "requirements-gpu.txt").read_text())
+    # torch is the one package both name in different builds (2.13.0+cpu against the CUDA 2.13.0).
+    differ = {n: (cpu[n]["version"], gpu[n]["version"]) for n in set(cpu) & set(gpu) - {"torch"}
+              if cpu[n]["version"] != gpu[n]["version"]}
+    assert not differ
+    assert not {"tensorflow-cpu", "mxnet"} & set(gpu)  # the CPU builds are swapped out
+    assert "+cpu" not in gpu.get("torch", {}).get("version", "")
+
+
+@pytest.mark.parametrize("fw", GPU_FRAMEWORKS)
+def test_gpu_variant_has_its_own_tag_and_stages_its_own_lock(monkeypatch, tmp_path, fw):
+    _env_inputs(monkeypatch, tmp_path, certs=False, wheels=False)
+    cpu, gpu = images.ImageSpec(fw, "current", "cpu"), images.ImageSpec(fw, "current", "gpu")
+    assert images.tag(gpu, None) != images.tag(cpu, None)
+    assert re.fullmatch(rf"dlrepro/{fw}:current-gpu-[0-9a-f]{{12}}", images.tag(gpu, None))
+    ctx = tmp_path / "ctx"
+    ctx.mkdir()
+    images.stage_context(gpu, ctx)
+    staged = (ctx / "lock" / "requirements.txt").read_bytes()
+    assert staged == (gpu.folder / "requirements-gpu.txt").read_bytes() != cpu.lock.read_bytes()
+
+
+@pytest.mark.parametrize("fw", ["chainer", "theano"])
+def test_frameworks_without_a_gpu_build_refuse_the_gpu_variant(fw):
+    with pytest.raises(UsageError, match=f"no image for {fw} \\(current, gpu\\)"):
+        images.ImageSpec(fw, "current", "gpu").check()
 
 
 def test_freeze_drift_finds_missing_extra_and_other_versions():

@@ -57,6 +57,13 @@ def pytorch_image(engine):
                         os.environ.get(images.BASE_IMAGE_VAR) or None, quiet=True)
 
 
+def test_a_base_that_cannot_be_had_names_the_registry_free_route(engine):
+    absent = "dlrepro/absent@sha256:" + "0" * 64
+    with pytest.raises(UsageError) as caught:
+        images.ensure_base(engine, absent)
+    assert absent in caught.value.problem and "make base" in caught.value.fix
+
+
 def test_image_carries_its_labels_and_runs_as_non_root(pytorch_image):
     labels = pytorch_image.labels
     spec = images.ImageSpec("pytorch", "current", "cpu")

@@ -34,6 +34,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from bench.frameworks import NonFiniteLoss, _common  # noqa: E402
+from bench.frameworks._keras_optimizers import make_optimizer  # noqa: E402
 
 NAME = "keras"
 PACKAGE = "keras"  # whose version is the framework's version
@@ -185,7 +186,7 @@ class KerasTrainer:
         # On a CPU run Keras' "auto" would still pick XLA if the machine has a GPU; keep what it
         # picks on a CPU-only machine (no XLA) so CPU runs are the same everywhere.
         self.model.compile(
-            optimizer=self._make_optimizer(self.opt_settings),
+            optimizer=make_optimizer(keras.optimizers, self.opt_settings),
             loss=loss,
             jit_compile="auto" if device == "gpu" else False,
             **metrics,
@@ -210,21 +211,6 @@ class KerasTrainer:
             keras.metrics.SparseCategoricalCrossentropy(from_logits=True, name="token_loss"),
             keras.metrics.SparseCategoricalAccuracy(name="accuracy"),
         ]}
-
-    def _make_optimizer(self, opt: dict) -> keras.optimizers.Optimizer:
-        # Keras applies weight_decay decoupled (w -= lr * wd * w before each update): the rule
-        # every framework module follows (_common.WEIGHT_DECAY_RULE).
-        wd = opt["weight_decay"] or None
-        if opt["name"] == "sgd":
-            return keras.optimizers.SGD(learning_rate=opt["lr"], momentum=opt["momentum"], weight_decay=wd)
-        if opt["name"] == "adadelta":
-            return keras.optimizers.Adadelta(
-                learning_rate=opt["lr"], rho=opt["rho"], epsilon=opt["epsilon"], weight_decay=wd
-            )
-        return keras.optimizers.Adam(
-            learning_rate=opt["lr"], beta_1=opt["beta1"], beta_2=opt["beta2"],
-            epsilon=opt["epsilon"], weight_decay=wd,
-        )
 
     def _arrays(self, split: dict) -> tuple[Any, np.ndarray, np.ndarray | None]:
         """(model inputs, labels, per-token sample weights or None) of one split's role arrays."""

@@ -45,6 +45,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from bench.frameworks import NonFiniteLoss, _common  # noqa: E402
+from bench.frameworks._keras_optimizers import make_optimizer  # noqa: E402
 
 NAME = "tensorflow"
 PACKAGE = "tensorflow"  # whose version is the framework's version (the lock pins tensorflow-cpu)
@@ -391,7 +392,7 @@ class TFTrainer:
         # Build every layer now, outside tf.function: one example through the model.
         self._logits(self._prepare({role: t[:1] for role, t in self.train.items()}), training=False)
         self.variables = self.model.trainable_variables
-        self.optimizer = self._make_optimizer(self.opt_settings)
+        self.optimizer = make_optimizer(keras.optimizers, self.opt_settings)
         self.optimizer.build(self.variables)
         # What the dataset yields: the roles' tensors, images already cast to float32.
         signature = [{role: tf.TensorSpec((None, *t.shape[1:]), t.dtype) for role, t in self.train.items()}]
@@ -408,21 +409,6 @@ class TFTrainer:
         self.epoch = 0
 
     # -- setup ---------------------------------------------------------------------------------
-    def _make_optimizer(self, opt: dict) -> keras.optimizers.Optimizer:
-        # weight_decay here is decoupled (w -= lr * wd * w before each update), the rule every
-        # framework module follows (_common.WEIGHT_DECAY_RULE).
-        wd = opt["weight_decay"] or None
-        if opt["name"] == "sgd":
-            return keras.optimizers.SGD(learning_rate=opt["lr"], momentum=opt["momentum"], weight_decay=wd)
-        if opt["name"] == "adadelta":
-            return keras.optimizers.Adadelta(
-                learning_rate=opt["lr"], rho=opt["rho"], epsilon=opt["epsilon"], weight_decay=wd
-            )
-        return keras.optimizers.Adam(
-            learning_rate=opt["lr"], beta_1=opt["beta1"], beta_2=opt["beta2"],
-            epsilon=opt["epsilon"], weight_decay=wd,
-        )
-
     def _tensors(self, split: dict) -> dict[str, tf.Tensor]:
         """The role arrays the model and the loss read, as host tensors (len only checks the ids)."""
         x = split["x"]
