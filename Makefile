@@ -134,7 +134,8 @@ pull: host ## pull the images of FRAMEWORKS from REGISTRY instead of building th
 
 bench-overhead: host ## measure the monitor's overhead, own cost and cadence (about 10 minutes)
 	$(HOSTPY) -m data synthetic --datasets imdb
-	$(HOSTPY) -m bench.overhead $(if $(PAIRS),--pairs "$(PAIRS)") $(if $(THREADS),--threads "$(THREADS)")
+	$(HOSTPY) -m bench.overhead $(if $(PAIRS),--pairs "$(PAIRS)") $(if $(THREADS),--threads "$(THREADS)") \
+	  $(if $(RUNNER_PAIRS),--runner-pairs "$(RUNNER_PAIRS)")
 
 bench-lstm: PROFILE = quick
 bench-lstm: REPEATS = 1

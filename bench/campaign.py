@@ -5,23 +5,30 @@ device, seed, repeat) in canonical form, so a reordered framework list or a re-r
 ids. Completed run folders (a valid run.json, ok or failed) are never touched again; a run is
 written into `<id>.partial/` and renamed to `<id>/` only once its run.json is written, so an
 interrupted campaign leaves nothing that looks complete and resumes where it stopped.
+
+A campaign folder holds runs of one profile, data source and thread count (campaign.json records
+them on first use): resuming it with others would mix them in one report as if they were repeats.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import fcntl
+import json
 import os
 import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench import dataset, frameworks, schema, spec
+from bench import atomic, dataset, frameworks, schema, spec
 from bench.errors import UsageError
 from bench.runners import Launch, Outcome, Runner
 
 DEFAULT_TIMEOUT_S = 24 * 3600  # the study's limit per run
+SETTINGS_FILE = "campaign.json"
+# campaign.json key -> the make variable that sets it (for the error that names the fix).
+SETTING_VARS = {"profile": "PROFILE", "data": "DATA", "threads": "THREADS"}
 
 
 @dataclass(frozen=True)
@@ -92,9 +99,29 @@ def run_id(framework: str, env_id: str, wl: dict, dataset_sha256: str, device: s
     })
 
 
+def check_settings(campaign_dir: Path, wanted: dict) -> None:
+    """Stop when the campaign folder's recorded settings (campaign.json) differ from `wanted`: its
+    runs would be reported beside the earlier ones as repeats of one thing. No record: nothing to check."""
+    path = campaign_dir / SETTINGS_FILE
+    if not path.exists():
+        return
+    try:
+        have = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{path} is unreadable ({exc})", "restore it, or choose another CAMPAIGN name") from None
+    differ = [key for key in SETTING_VARS if have.get(key) != wanted[key]]
+    if differ:
+        was = " ".join(f"{SETTING_VARS[k]}={have.get(k)}" for k in differ)
+        now = " ".join(f"{SETTING_VARS[k]}={wanted[k]}" for k in differ)
+        raise UsageError(f"campaign folder {campaign_dir} holds runs made with {was}, not {now}",
+                         f"resume it with {was}, or choose another CAMPAIGN name")
+
+
 def plan(matrix: Matrix, runner: Runner, campaign: str, campaign_dir: Path, data_root: Path,
          threads: int | None) -> list[PlannedRun]:
-    """Check the data, prepare every environment, and list the runs in a stable order."""
+    """Check the settings and the data, prepare every environment, and list the runs in a stable order."""
+    settings = {"profile": matrix.profile, "data": matrix.data_source, "threads": threads}
+    check_settings(campaign_dir, settings)
     data = {}
     for name in datasets_needed(list(matrix.workloads)):
         folder = dataset.prepared_dir(data_root, name, matrix.data_source)
@@ -123,6 +150,8 @@ def plan(matrix: Matrix, runner: Runner, campaign: str, campaign_dir: Path, data
                     threads=threads,
                 )
                 runs.append(PlannedRun(launch, f"{fw} {wl_name} {matrix.device} repeat {repeat}"))
+    if not (campaign_dir / SETTINGS_FILE).exists():
+        atomic.write_text(campaign_dir / SETTINGS_FILE, json.dumps(settings, sort_keys=True) + "\n")
     return runs
 
 

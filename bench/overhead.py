@@ -4,7 +4,8 @@
    the machine's speed hits both sides alike): the ratio on/off, its mean and spread.
 2. The monitor's own cost: CPU time as a share of one core, and its resident memory.
 3. Sample cadence: deviation of each interval from 1.000 s over the whole benchmark (>= 10 min).
-4. Container vs local runner: only where a container runner and engine exist.
+4. Training time of the same run in the docker runner's container vs the local runner's virtual
+   environment, in alternating pairs: only where a Docker engine answers.
 
 Speed targets live here, in a benchmark that prints figures, never in a timed test.
 """
@@ -18,46 +19,102 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
 
 from bench import dataset, envs, schema, spec
-from bench.runners import Launch
+from bench.errors import UsageError
+from bench.runners import Launch, Runner
 
 REPO = Path(__file__).resolve().parents[1]
 TARGETS = {"slowdown_pct": 1.0, "monitor_core_pct": 1.0, "cadence_median_ms": 50.0}
 
 
-def train_once(python: Path, launch: Launch, monitor: bool) -> float:
-    """One entrypoint run; its training time in seconds (from run.json, as every report reads it)."""
-    cmd = [str(python), "-m", "bench", *launch.argv()] + ([] if monitor else ["--no-monitor"])
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    with open(launch.out_dir / schema.LOG_FILE, "wb") as log:
-        subprocess.run(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, check=True)
-    record = schema.read_run(launch.out_dir)
+def training_time(run_dir: Path) -> float:
+    """A finished run's training time in seconds, from run.json (as every report reads it)."""
+    record = schema.read_run(run_dir)
     if record["status"] != "ok":
         raise RuntimeError(f"benchmark run failed: {record['failure']}")
     return record["timing"]["training_time_s"]
 
 
-def pairs(python: Path, workdir: Path, data_dir: Path, n: int, threads: int, workload: str,
-          profile: str) -> list[tuple[float, float]]:
-    """n (monitor on, monitor off) training times, the order inside each pair alternating."""
+def _launch(run_dir: Path, data_dir: Path, env_id: str, threads: int, workload: str, profile: str) -> Launch:
+    return Launch(framework="pytorch", workload=workload, profile=profile, device="cpu", seed=0, repeat=1,
+                  campaign="overhead", run_id=run_dir.name, data_dir=data_dir, out_dir=run_dir, env_id=env_id,
+                  threads=threads)
+
+
+def train_once(python: Path, launch: Launch, monitor: bool) -> float:
+    """One entrypoint run in the local environment, the monitor on or off; its training time."""
+    cmd = [str(python), "-m", "bench", *launch.argv()] + ([] if monitor else ["--no-monitor"])
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    launch.out_dir.mkdir(parents=True, exist_ok=True)
+    with open(launch.out_dir / schema.LOG_FILE, "wb") as log:
+        subprocess.run(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, check=True)
+    return training_time(launch.out_dir)
+
+
+def in_runner(runner: Runner, launch: Launch) -> float:
+    """One run launched by a runner (monitor on, as in a campaign); its training time."""
+    outcome = runner.launch(launch, None)
+    if outcome.returncode != 0:
+        raise RuntimeError(f"benchmark run in the {runner.name} runner exited {outcome.returncode}; "
+                           f"see {launch.out_dir / schema.LOG_FILE}")
+    return training_time(launch.out_dir)
+
+
+def alternating_pairs(n: int, workdir: Path, sides: dict[str, Callable[[Path], float]]) -> list[dict[str, float]]:
+    """n pairs of training times, one per side (two sides, each a function of a fresh run folder),
+    the order inside each pair alternating so drift in the machine's speed hits both alike."""
+    first, second = sides
     out = []
     for i in range(n):
         times = {}
-        for monitor in ((True, False) if i % 2 == 0 else (False, True)):
-            run_dir = workdir / f"pair{i}-{'on' if monitor else 'off'}"
-            run_dir.mkdir()
-            launch = Launch(framework="pytorch", workload=workload, profile=profile, device="cpu", seed=0,
-                            repeat=1, campaign="overhead", run_id=run_dir.name, data_dir=data_dir,
-                            out_dir=run_dir, env_id="overhead", threads=threads)
-            times[monitor] = train_once(python, launch, monitor)
-        print(f"pair {i + 1}/{n}: monitor on {times[True]:.2f} s, off {times[False]:.2f} s, "
-              f"ratio {times[True] / times[False]:.4f}", flush=True)
-        out.append((times[True], times[False]))
+        for side in ((first, second) if i % 2 == 0 else (second, first)):
+            times[side] = sides[side](workdir / f"pair{i}-{side}")
+        print(f"pair {i + 1}/{n}: {first} {times[first]:.2f} s, {second} {times[second]:.2f} s, "
+              f"ratio {times[first] / times[second]:.4f}", flush=True)
+        out.append(times)
     return out
+
+
+def monitor_pairs(python: Path, workdir: Path, data_dir: Path, n: int, threads: int, workload: str,
+                  profile: str) -> list[tuple[float, float]]:
+    """n (monitor on, monitor off) training times of the local entrypoint."""
+    def side(monitor: bool) -> Callable[[Path], float]:
+        return lambda d: train_once(python, _launch(d, data_dir, "overhead", threads, workload, profile), monitor)
+
+    return [(t["monitor-on"], t["monitor-off"])
+            for t in alternating_pairs(n, workdir, {"monitor-on": side(True), "monitor-off": side(False)})]
+
+
+def runner_pairs(workdir: Path, data_dir: Path, n: int, threads: int, workload: str,
+                 profile: str) -> list[tuple[float, float]]:
+    """n (docker, local) training times of the same run; the image is built or reused first.
+    A UsageError when no Docker engine answers."""
+    from bench.runners.docker import DockerRunner
+    from bench.runners.local import LocalRunner
+
+    runners: dict[str, Runner] = {"docker": DockerRunner(), "local": LocalRunner()}
+    env_ids = {name: runner.prepare("pytorch") for name, runner in runners.items()}
+
+    def side(name: str) -> Callable[[Path], float]:
+        return lambda d: in_runner(runners[name], _launch(d, data_dir, env_ids[name], threads, workload, profile))
+
+    return [(t["docker"], t["local"]) for t in alternating_pairs(n, workdir, {"docker": side("docker"),
+                                                                               "local": side("local")})]
+
+
+def _ratio_text(results: list[tuple[float, float]]) -> tuple[str, float]:
+    """'mean ratio (+x % ± sd; min, max)' of a/b over pairs, and the mean slowdown in percent."""
+    slowdown = [100 * (a / b - 1) for a, b in results]
+    mean = statistics.mean(slowdown)
+    spread = statistics.stdev(slowdown) if len(slowdown) > 1 else float("nan")
+    ratio = statistics.mean(a / b for a, b in results)
+    return (f"{ratio:.4f} ({mean:+.2f} % ± {spread:.2f} sd; min {min(slowdown):+.2f}, max {max(slowdown):+.2f})",
+            mean)
 
 
 def cadence(rows: list[dict]) -> dict:
@@ -82,6 +139,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile", default="quick")
     ap.add_argument("--data-root", type=Path, default=REPO / "data")
     ap.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
+    ap.add_argument("--runner-pairs", type=int, default=None,
+                    help="docker vs local pairs (default: --pairs; 0: skip)")
     args = ap.parse_args(argv)
 
     wl = spec.load(args.workload, args.profile)
@@ -94,7 +153,14 @@ def main(argv: list[str] | None = None) -> int:
         watch = subprocess.Popen([sys.executable, "-m", "bench.monitor", "--pid", str(os.getpid()),
                                   "--out", str(workdir / schema.MONITOR_FILE)], cwd=REPO)
         t0 = time.time()
-        results = pairs(python, workdir, data_dir, args.pairs, args.threads, args.workload, args.profile)
+        results = monitor_pairs(python, workdir, data_dir, args.pairs, args.threads, args.workload, args.profile)
+        n_runner = args.pairs if args.runner_pairs is None else args.runner_pairs
+        runner_results, runner_note = [], "not measured: --runner-pairs 0"
+        if n_runner:
+            try:
+                runner_results = runner_pairs(workdir, data_dir, n_runner, args.threads, args.workload, args.profile)
+            except UsageError as exc:
+                runner_note = f"not measured: {exc.problem}"
         while time.time() - t0 < args.min_seconds:
             print(f"sampling cadence: {time.time() - t0:.0f} of {args.min_seconds:.0f} s", flush=True)
             time.sleep(min(60.0, args.min_seconds - (time.time() - t0)))
@@ -106,18 +172,14 @@ def main(argv: list[str] | None = None) -> int:
         watch.wait()
         rows = list(schema.read_monitor(workdir))
 
-    ratios = [on / off for on, off in results]
-    slowdown = [100 * (r - 1) for r in ratios]
-    mean_slow = statistics.mean(slowdown)
-    spread = statistics.stdev(slowdown) if len(slowdown) > 1 else float("nan")
+    monitor_text, mean_slow = _ratio_text(results)
     core_pct = 100 * (cpu.user + cpu.system) / wall
     cad = cadence(rows)
     print()
     print(f"dlrepro monitor overhead: {args.workload} {args.profile}, PyTorch, {args.threads} threads, "
           f"{len(results)} alternating pairs, {wall:.0f} s of monitoring on {os.cpu_count()} cores")
     print(_row("figure", "measured", "target", None).replace("n/a", "verdict"))
-    print(_row("1. training time, monitor on / off", f"{statistics.mean(ratios):.4f} "
-               f"({mean_slow:+.2f} % ± {spread:.2f} sd; min {min(slowdown):+.2f}, max {max(slowdown):+.2f})",
+    print(_row("1. training time, monitor on / off", monitor_text,
                f"< {TARGETS['slowdown_pct']:.0f} % slower", mean_slow < TARGETS["slowdown_pct"]))
     print(_row("2. monitor CPU (share of one core)", f"{core_pct:.3f} %",
                f"< {TARGETS['monitor_core_pct']:.0f} %", core_pct < TARGETS["monitor_core_pct"]))
@@ -125,8 +187,11 @@ def main(argv: list[str] | None = None) -> int:
     print(_row("3. cadence |interval - 1.000 s| median", f"{cad['median_ms']:.2f} ms over {cad['intervals']}",
                f"< {TARGETS['cadence_median_ms']:.0f} ms", cad["median_ms"] < TARGETS["cadence_median_ms"]))
     print(_row("   cadence worst deviation", f"{cad['worst_ms']:.1f} ms", "", None))
-    print(_row("4. container / local training time", "not measured: this kit version has no docker runner",
-               "", None))
+    if runner_results:
+        runner_text = f"{_ratio_text(runner_results)[0]}, {len(runner_results)} pairs"
+    else:
+        runner_text = runner_note
+    print(_row("4. training time, docker / local runner", runner_text, "", None))
     return 0
 
 

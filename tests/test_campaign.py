@@ -116,3 +116,23 @@ def test_failures_are_recorded_with_their_cause(tmp_path, behaviour, cause, text
     retry = ScriptRunner("ok")
     assert campaign.execute(runs, retry, tmp_path / "results" / "t", 10, retry_failed=True)["ok"] == 1
     assert list((tmp_path / "results" / "t").glob(".retried-*")), "the failed attempt must be kept"
+
+
+def test_a_campaign_keeps_its_profile_data_and_threads(tmp_path):
+    runner = ScriptRunner("ok")
+    runs = _runs(tmp_path, runner)
+    campaign_dir = tmp_path / "results" / "t"
+    assert (campaign_dir / campaign.SETTINGS_FILE).exists()
+    campaign.execute(runs, runner, campaign_dir, timeout_s=30)
+    done = sorted(p.name for p in campaign_dir.iterdir())
+    m = campaign.Matrix(("pytorch",), ("cnn-mnist",), "cpu", "smoke", 2, "real")
+    again = campaign.plan(m, runner, "t", campaign_dir, tmp_path / "data", threads=1)  # same settings: resumes
+    assert [r.launch.run_id for r in again] == [r.launch.run_id for r in runs]
+    with pytest.raises(UsageError) as caught:
+        campaign.plan(m, runner, "t", campaign_dir, tmp_path / "data", threads=2)
+    assert str(caught.value) == (f"campaign folder {campaign_dir} holds runs made with THREADS=1, not THREADS=2; "
+                                 "resume it with THREADS=1, or choose another CAMPAIGN name")
+    quick = campaign.Matrix(("pytorch",), ("cnn-mnist",), "cpu", "quick", 2, "real")
+    with pytest.raises(UsageError, match="PROFILE=smoke, not PROFILE=quick"):
+        campaign.plan(quick, runner, "t", campaign_dir, tmp_path / "data", threads=1)
+    assert sorted(p.name for p in campaign_dir.iterdir()) == done  # nothing written or removed
