@@ -21,20 +21,21 @@ DATASETS   ?= mnist imdb
 WORKLOADS  ?=
 DEVICE     ?= cpu
 CAMPAIGN   ?=
-# Images (make images/push/pull/verify-lock): era, variant, registry, and a base pinned by digest
-# or a local tag (make base); empty = the Dockerfiles' own pinned base.
+# The software era of images and runs: current (today's releases) or paper (the study's versions).
 ERA        ?= current
+# Images (make images/push/pull/verify-lock): variant, registry, and a base pinned by digest
+# or a local tag (make base); empty = the Dockerfiles' own pinned base.
 VARIANT    ?= cpu
 REGISTRY   ?=
 BASE_IMAGE ?=
 export BASE_IMAGE
 
 CAMPAIGN_TARGETS := cpu-cnn gpu-cnn cpu-lstm gpu-lstm
-RUN_ARGS = --frameworks "$(FRAMEWORKS)" --profile "$(PROFILE)" --repeats "$(REPEATS)" \
+RUN_ARGS = --frameworks "$(FRAMEWORKS)" --era "$(ERA)" --profile "$(PROFILE)" --repeats "$(REPEATS)" \
            --runner "$(RUNNER)" --data "$(DATA)" $(if $(THREADS),--threads "$(THREADS)") \
            $(if $(TIMEOUT),--timeout "$(TIMEOUT)")
 
-.PHONY: help host demo test test-all lint lock download run analyze report bench-overhead bench-lstm $(CAMPAIGN_TARGETS)
+.PHONY: help host envs demo test test-slow test-all lint lock download run analyze report bench-overhead bench-lstm $(CAMPAIGN_TARGETS)
 .PHONY: base images push pull verify-lock
 
 help: ## list the targets and variables
@@ -45,7 +46,7 @@ help: ## list the targets and variables
 	@echo
 	@echo "variables: FRAMEWORKS=\"$(FRAMEWORKS)\" PROFILE=$(PROFILE) (paper|quick|smoke) REPEATS=$(REPEATS)"
 	@echo "           RUNNER=$(RUNNER) (auto|docker|local) DATA=$(DATA) (real|synthetic) THREADS CAMPAIGN MIRROR TIMEOUT"
-	@echo "           images: ERA=$(ERA) (current|paper) VARIANT=$(VARIANT) (cpu|gpu) REGISTRY BASE_IMAGE"
+	@echo "           ERA=$(ERA) (current|paper); images: VARIANT=$(VARIANT) (cpu|gpu) REGISTRY BASE_IMAGE"
 	@echo "           run: WORKLOADS DEVICE; download: DATASETS=\"$(DATASETS)\""
 
 # The host tools environment (download, campaigns, analysis, tests), built once from its lock.
@@ -58,6 +59,9 @@ $(HOST_ENV)/.complete: images/host/requirements.txt
 
 host: $(HOST_ENV)/.complete
 
+envs: host ## build (or check) the local runner's environment of each of FRAMEWORKS for ERA
+	$(HOSTPY) -m images.envs --era "$(ERA)" $(FRAMEWORKS)
+
 demo: FRAMEWORKS = pytorch keras
 demo: PROFILE = quick
 demo: REPEATS = 2
@@ -66,18 +70,27 @@ demo: DATA = synthetic
 demo: RUNNER = local
 demo: host ## the main job on built-in synthetic data: CPU, quick profile, 2 repeats, no network
 	$(HOSTPY) -m data synthetic --datasets mnist imdb
-	$(HOSTPY) -m bench campaign --target demo --campaign demo $(RUN_ARGS)
+	$(HOSTPY) -m campaign run --target demo --campaign demo $(RUN_ARGS)
 	$(HOSTPY) -m analysis --campaign results/demo --out reports/demo
 
-test: host ## lint and tests (fast ones; CI=true or 'make test-all' adds the slow ones)
-	$(HOSTPY) -m ruff check .
-	$(HOSTPY) -m pytest -q $(if $(filter true,$(CI)),,-m "not slow") tests
+# Test tiers (README, "Tests"): lint (ruff and the payload's CPython 3.6 gate), the fast tests (no
+# framework training, no image build; a few minutes) and the slow ones (real training in every
+# framework environment, Docker images and containers, the demo end to end). Each stage prints its
+# wall time.
+test: host ## lint and the fast tests (CI=true or 'make test-all' adds the slow ones)
+	@t=$$SECONDS; $(MAKE) --no-print-directory lint; echo "stage lint: $$((SECONDS - t)) s"
+	@t=$$SECONDS; $(HOSTPY) -m pytest -q -m "not slow" tests; echo "stage fast tests: $$((SECONDS - t)) s"
+	@$(if $(filter true,$(CI)),$(MAKE) --no-print-directory test-slow,true)
+
+test-slow: host ## the slow tests only
+	@t=$$SECONDS; $(HOSTPY) -m pytest -q -m slow tests; echo "stage slow tests: $$((SECONDS - t)) s"
 
 test-all: host ## every test, slow ones included
 	$(HOSTPY) -m pytest -q tests
 
-lint: host ## ruff
+lint: host ## ruff, and the CPython 3.6 gate on the in-image payload (images/compat.py)
 	$(HOSTPY) -m ruff check .
+	$(HOSTPY) -m images.compat
 
 LOCK_ENV := .venv/lock
 LOCK_FLAGS := --generate-hashes --allow-unsafe --no-emit-find-links --no-emit-index-url --strip-extras
@@ -85,14 +98,14 @@ LOCK_FLAGS := --generate-hashes --allow-unsafe --no-emit-find-links --no-emit-in
 # it with HTTP range requests; pip >= 25.3 fetches nothing more in a resolve), wheels only, from the
 # index (a find-links folder holding a CPU torch would shadow the CUDA build: pip drops an empty
 # PIP_FIND_LINKS, so a blank clears the configured ones), and hashed by
-# `bench.lockfile hash` from the index's file listing (pip-compile --generate-hashes downloads files).
+# `images.lockfile hash` from the index's file listing (pip-compile --generate-hashes downloads files).
 GPU_LOCK_ENV := PIP_ONLY_BINARY=:all: PIP_USE_FEATURE=fast-deps PIP_FIND_LINKS=' '
 GPU_LOCK_FLAGS := --allow-unsafe --no-emit-find-links --no-emit-index-url --no-emit-options --strip-extras
 lock: ## re-resolve every images/*/*/requirements.in (and requirements-gpu.in) into its hash-locked .txt
 	@rm -rf $(LOCK_ENV) && $(PYTHON) -m venv $(LOCK_ENV) && $(LOCK_ENV)/bin/python -m pip install -q "pip>=25.3" pip-tools
 	@# A folder with build-requirements.in (an sdist built at install time, e.g. chainer) locks its build
 	@# tools first and resolves without build isolation, with those tools installed.
-	@# Paper-era folders have no requirements.in: bench.lockfile resolves their pins for Python 3.6.
+	@# Paper-era folders have no requirements.in: images.lockfile resolves their pins for Python 3.6.
 	@export CUSTOM_COMPILE_COMMAND="make lock"; for dir in images/*/*/; do \
 	  [ -f "$${dir}requirements.in" ] || continue; \
 	  iso=; \
@@ -109,32 +122,32 @@ lock: ## re-resolve every images/*/*/requirements.in (and requirements-gpu.in) i
 	  echo "locking $${dir}requirements-gpu.in (metadata only)"; \
 	  $(GPU_LOCK_ENV) $(LOCK_ENV)/bin/pip-compile -q $(GPU_LOCK_FLAGS) \
 	    --output-file "$${dir}requirements-gpu.txt" "$${dir}requirements-gpu.in" && \
-	  $(GPU_LOCK_ENV) $(LOCK_ENV)/bin/python -m bench.lockfile hash "$${dir}requirements-gpu.txt" || exit 1; \
+	  $(GPU_LOCK_ENV) $(LOCK_ENV)/bin/python -m images.lockfile hash "$${dir}requirements-gpu.txt" || exit 1; \
 	done
 	$(MAKE) --no-print-directory host
-	$(HOSTPY) -m bench.lockfile write
+	$(HOSTPY) -m images.lockfile write
 
 verify-lock: host ## check versions.lock against the locks, and pip freeze in each built image against it
-	$(HOSTPY) -m bench.lockfile verify $(if $(filter docker,$(RUNNER)),--images,--images-if-engine) \
+	$(HOSTPY) -m images.lockfile verify $(if $(filter docker,$(RUNNER)),--images,--images-if-engine) \
 	  --frameworks "$(FRAMEWORKS)" --era "$(ERA)" --variant "$(VARIANT)"
 
 base: ## make a Debian 12 base image locally (debootstrap + docker import; no registry needed)
 	images/base/make-base.sh $(or $(BASE_IMAGE),dlrepro/base:bookworm)
 
 images: host ## build (or reuse) the images of FRAMEWORKS for ERA and VARIANT
-	$(HOSTPY) -m bench images build --frameworks "$(FRAMEWORKS)" --era "$(ERA)" --variant "$(VARIANT)"
+	$(HOSTPY) -m images build --frameworks "$(FRAMEWORKS)" --era "$(ERA)" --variant "$(VARIANT)"
 
 push: host ## push the images of FRAMEWORKS to REGISTRY (tags keep their content hash)
-	$(HOSTPY) -m bench images push --frameworks "$(FRAMEWORKS)" --era "$(ERA)" --variant "$(VARIANT)" \
+	$(HOSTPY) -m images push --frameworks "$(FRAMEWORKS)" --era "$(ERA)" --variant "$(VARIANT)" \
 	  --registry "$(REGISTRY)"
 
 pull: host ## pull the images of FRAMEWORKS from REGISTRY instead of building them
-	$(HOSTPY) -m bench images pull --frameworks "$(FRAMEWORKS)" --era "$(ERA)" --variant "$(VARIANT)" \
+	$(HOSTPY) -m images pull --frameworks "$(FRAMEWORKS)" --era "$(ERA)" --variant "$(VARIANT)" \
 	  --registry "$(REGISTRY)"
 
-bench-overhead: host ## measure the monitor's overhead, own cost and cadence (about 10 minutes)
+bench-overhead: host ## the monitor's overhead, own cost and cadence; docker vs local runner (10 min or more)
 	$(HOSTPY) -m data synthetic --datasets imdb
-	$(HOSTPY) -m bench.overhead $(if $(PAIRS),--pairs "$(PAIRS)") $(if $(THREADS),--threads "$(THREADS)") \
+	$(HOSTPY) -m campaign.overhead $(if $(PAIRS),--pairs "$(PAIRS)") $(if $(THREADS),--threads "$(THREADS)") \
 	  $(if $(RUNNER_PAIRS),--runner-pairs "$(RUNNER_PAIRS)")
 
 bench-lstm: PROFILE = quick
@@ -143,14 +156,14 @@ bench-lstm: BENCH_CAMPAIGN := bench-lstm-imdb-$(shell date -u +%Y%m%dT%H%M%SZ)
 bench-lstm: host ## lstm-imdb seconds per epoch of every framework side by side, measured in one fresh campaign
 	@if [ "$(DATA)" = real ]; then $(HOSTPY) -m data download --datasets imdb $(if $(MIRROR),--mirror "$(MIRROR)"); \
 	else $(HOSTPY) -m data synthetic --datasets imdb; fi
-	$(HOSTPY) -m bench campaign --workloads lstm-imdb --device cpu --campaign "$(BENCH_CAMPAIGN)" $(RUN_ARGS)
-	$(HOSTPY) -m bench.epochtimes --campaign "results/$(BENCH_CAMPAIGN)" --workload lstm-imdb
+	$(HOSTPY) -m campaign run --workloads lstm-imdb --device cpu --campaign "$(BENCH_CAMPAIGN)" $(RUN_ARGS)
+	$(HOSTPY) -m campaign.epochtimes --campaign "results/$(BENCH_CAMPAIGN)" --workload lstm-imdb
 
 download: host ## download, verify and prepare DATASETS (MIRROR=URL to use your own copies first)
 	$(HOSTPY) -m data download --datasets $(DATASETS) $(if $(MIRROR),--mirror "$(MIRROR)")
 
 run: host ## run WORKLOADS on DEVICE for FRAMEWORKS into results/$(CAMPAIGN)
-	$(HOSTPY) -m bench campaign --workloads "$(WORKLOADS)" --device "$(DEVICE)" \
+	$(HOSTPY) -m campaign run --workloads "$(WORKLOADS)" --device "$(DEVICE)" \
 	  --campaign "$(or $(CAMPAIGN),adhoc)" $(RUN_ARGS)
 
 analyze: host ## turn results/$(CAMPAIGN) into reports/$(CAMPAIGN)
@@ -161,14 +174,14 @@ report: analyze
 # cpu-cnn, gpu-cnn, cpu-lstm, gpu-lstm: data, runs, report. GPU targets stop at once without a GPU.
 # WORKLOADS=... runs those instead of the target's (e.g. make cpu-cnn WORKLOADS=cnn-svhn).
 $(CAMPAIGN_TARGETS):
-	@$(if $(filter gpu-%,$@),$(PYTHON) -m bench check-gpu $@,true)
+	@$(if $(filter gpu-%,$@),$(PYTHON) -m campaign check-gpu $@,true)
 	@$(MAKE) --no-print-directory host
 	@if [ "$(DATA)" = real ]; then \
-	  $(HOSTPY) -m data download --datasets $$($(HOSTPY) -m bench datasets --target $@ --workloads "$(WORKLOADS)") \
+	  $(HOSTPY) -m data download --datasets $$($(HOSTPY) -m campaign datasets --target $@ --workloads "$(WORKLOADS)") \
 	    $(if $(MIRROR),--mirror "$(MIRROR)"); \
 	else \
-	  $(HOSTPY) -m data synthetic --datasets $$($(HOSTPY) -m bench datasets --target $@ --workloads "$(WORKLOADS)"); \
+	  $(HOSTPY) -m data synthetic --datasets $$($(HOSTPY) -m campaign datasets --target $@ --workloads "$(WORKLOADS)"); \
 	fi
-	$(HOSTPY) -m bench campaign --target $@ --workloads "$(WORKLOADS)" --campaign "$(or $(CAMPAIGN),$@)" \
+	$(HOSTPY) -m campaign run --target $@ --workloads "$(WORKLOADS)" --campaign "$(or $(CAMPAIGN),$@)" \
 	  $(RUN_ARGS)
 	$(HOSTPY) -m analysis --campaign "results/$(or $(CAMPAIGN),$@)" --out "reports/$(or $(CAMPAIGN),$@)"

@@ -4,9 +4,12 @@
 
 Modules: aggregate (the run table and per-cell summaries), stats (intervals and tests),
 reference (the published numbers), transfer (orders, ratios, speedups, accuracy tolerance),
-significance (Wilcoxon, Pearson, bootstrap over a campaign), claims (the studies' claims as checks),
-figures (PNG plots), document (the report's blocks and renderers), context (what a report is built
-from), findings (the claims, transfer and statistics sections), report (report.md and report.html).
+significance (Wilcoxon, Pearson, bootstrap over a campaign), claims (the machinery that tests a
+claim: results table, verdicts, shared checks), studies (one module per study holding its claims;
+studies.CLAIMS is all of them in report order), figures (PNG plots), document (the report's blocks
+and renderers), context (what a report is built from), sections (one module per report topic, each
+section a builder ctx -> blocks), report (SECTIONS, the sections in reading order; report.md and
+report.html).
 """
 
 from __future__ import annotations

@@ -16,8 +16,17 @@ from pathlib import Path
 from typing import Any
 
 from analysis.stats import INSUFFICIENT_DATA, Estimate, describe
-from bench import atomic, monitor
-from bench.schema import RUN_FILE, SchemaError, iter_run_dirs, read_metrics, read_monitor, read_run
+from bench import atomic
+from bench.schema import (
+    RUN_FILE,
+    SchemaError,
+    iter_run_dirs,
+    monitor_window,
+    read_metrics,
+    read_monitor,
+    read_run,
+    summarize_monitor,
+)
 
 # One row per run, in this column order (tables/runs.csv).
 RUN_COLUMNS: tuple[str, ...] = (
@@ -40,7 +49,7 @@ SUMMARY_METRICS: tuple[str, ...] = (
     "cpu_util_mean_pct", "mem_mean_mb", "mem_peak_mb", "gpu_util_mean_pct",
 )
 
-# The run-table columns taken from the monitor summary (bench.monitor.summarize names).
+# The run-table columns taken from the monitor summary (bench.schema.summarize_monitor names).
 _MONITOR_SUMMARY_KEYS = ("samples", "cpu_util_mean_pct", "mem_mean_mb", "gpu_util_mean_pct", "mem_peak_mb")
 
 # run.json's cached monitor summary disagrees "noticeably" when both limits are exceeded; the
@@ -293,7 +302,7 @@ def cached_monitor_summary(run: dict) -> dict[str, float | None]:
 
 def training_window_samples(run_dir: Path, timing: dict) -> list[dict[str, Any]]:
     """monitor.csv samples taken in [train_start_unix, train_end_unix] of a run's timing."""
-    return monitor.window(list(read_monitor(run_dir)), timing.get("train_start_unix"), timing.get("train_end_unix"))
+    return monitor_window(list(read_monitor(run_dir)), timing.get("train_start_unix"), timing.get("train_end_unix"))
 
 
 def monitor_window_summary(run_dir: Path, timing: dict) -> dict[str, Any] | None:
@@ -302,7 +311,7 @@ def monitor_window_summary(run_dir: Path, timing: dict) -> dict[str, Any] | None
     The same computation the entrypoint caches in run.json, redone from the raw file.
     Returns None when no sample falls in the window.
     """
-    summary = monitor.summarize(training_window_samples(run_dir, timing))
+    summary = summarize_monitor(training_window_samples(run_dir, timing))
     if not summary["samples"]:
         return None
     return {key: summary[key] for key in _MONITOR_SUMMARY_KEYS}

@@ -1,10 +1,9 @@
 """Atomic file writes: a file appears under its final name complete, or not at all.
 
-Shared by the run artifacts, the data stages and the reports, so an interrupted process leaves the
-old complete file or a temporary, never half of one.
+Shared by the run artifacts, the run request, the data stages and the reports, so an interrupted
+process leaves the old complete file or a temporary, never half of one. Standard library only,
+CPython 3.6-clean (it runs inside paper-era images too).
 """
-
-from __future__ import annotations
 
 import os
 import tempfile
@@ -18,16 +17,17 @@ def write_bytes(path: Path, data: bytes) -> None:
     """Write data to path through a synced temporary file in the same folder and a rename."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, FILE_MODE)
-        os.replace(tmp, path)
+        os.replace(tmp, str(path))
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        if os.path.exists(tmp):
+            os.unlink(tmp)
         raise
 
 

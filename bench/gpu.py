@@ -1,27 +1,27 @@
 """NVIDIA GPU discovery and counters through NVML (nvidia-ml-py), with a plain 'no GPU' answer.
 
 Inside a container NVML reports host PIDs, so nothing here attributes use per process: a run owns
-its device and the device's counters are the run's.
+its device and the device's counters are the run's. CPython 3.6-clean (standard library and
+nvidia-ml-py): the monitor and the entrypoint use it inside images of every era.
 """
-
-from __future__ import annotations
 
 import ctypes
 import os
-from dataclasses import dataclass, field
+from typing import List, Optional, Union
 
 
-@dataclass
 class GpuStatus:
     """Whether NVML answered, why not if it did not, and what it found."""
 
-    available: bool
-    reason: str = ""
-    driver: str | None = None
-    cuda_driver_version: str | None = None
-    devices: list[dict] = field(default_factory=list)
+    def __init__(self, available: bool, reason: str = "", driver: Optional[str] = None,
+                 cuda_driver_version: Optional[str] = None, devices: Optional[List[dict]] = None) -> None:
+        self.available = available
+        self.reason = reason
+        self.driver = driver
+        self.cuda_driver_version = cuda_driver_version
+        self.devices = devices or []
 
-    def summary(self) -> str | dict:
+    def summary(self) -> Union[str, dict]:
         """What run.json records: a dict of the GPUs, or a plain 'no GPU: <why>' line."""
         if not self.available:
             return f"no GPU: {self.reason}"
@@ -95,7 +95,7 @@ def run_device_index() -> int:
 class GpuSampler:
     """Reads one GPU's counters each call; absent counters come back as None."""
 
-    def __init__(self, index: int | None = None):
+    def __init__(self, index: Optional[int] = None) -> None:
         self.nvml, self.reason = _nvml()
         self.handle = None
         if self.nvml is not None:

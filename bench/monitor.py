@@ -7,9 +7,8 @@ killed with SIGKILL keeps all samples up to its last second.
 
 CPU utilization (dlbench.md Eq. 1-2): for each core i, the share of the interval it was active
 (not idle, not waiting on I/O), in percent; the run's figure is the mean over the n cores.
+The summary run.json keeps is bench.schema.summarize_monitor. CPython 3.6-clean.
 """
-
-from __future__ import annotations
 
 import argparse
 import os
@@ -17,16 +16,17 @@ import signal
 import sys
 import time
 from pathlib import Path
+from typing import List, Optional
 
 import psutil
 
 from bench import schema
 from bench.gpu import GpuSampler
 
-INTERVAL_S = 1.0
+INTERVAL_S = schema.MONITOR_INTERVAL_S
 
 
-def _busy_shares(before, after) -> tuple[list[float], dict[str, float]]:
+def _busy_shares(before, after) -> tuple:
     """Per-core active share and system-wide user/system/iowait shares between two readings."""
     per_core = []
     totals = {"user": 0.0, "system": 0.0, "iowait": 0.0, "all": 0.0}
@@ -48,10 +48,10 @@ def _busy_shares(before, after) -> tuple[list[float], dict[str, float]]:
 class ProcessTree:
     """The training process and all its descendants, minus the monitor itself."""
 
-    def __init__(self, pid: int):
+    def __init__(self, pid: int) -> None:
         self.root = psutil.Process(pid)
         self.me = os.getpid()
-        self._cpu_prev: dict[int, float] = {}
+        self._cpu_prev = {}  # pid -> CPU seconds at the last sample
 
     def alive(self) -> bool:
         """Whether the root process still runs (a zombie counts as gone)."""
@@ -60,17 +60,17 @@ class ProcessTree:
         except psutil.NoSuchProcess:
             return False
 
-    def _members(self) -> list[psutil.Process]:
+    def _members(self) -> list:
         try:
             procs = [self.root, *self.root.children(recursive=True)]
         except psutil.NoSuchProcess:
             return []
         return [p for p in procs if p.pid != self.me]
 
-    def sample(self, dt: float) -> tuple[float, float]:
+    def sample(self, dt: float) -> tuple:
         """(CPU percent of one core used by the tree over the last dt seconds, RSS in MB)."""
         rss = 0
-        cpu_now: dict[int, float] = {}
+        cpu_now = {}
         for proc in self._members():
             try:
                 with proc.oneshot():
@@ -89,7 +89,7 @@ class ProcessTree:
 class Monitor:
     """Samples once per interval on a fixed grid (no drift) and appends rows to monitor.csv."""
 
-    def __init__(self, pid: int, out: Path, interval: float = INTERVAL_S):
+    def __init__(self, pid: int, out: Path, interval: float = INTERVAL_S) -> None:
         self.tree = ProcessTree(pid)
         self.out = Path(out)
         self.interval = interval
@@ -107,7 +107,7 @@ class Monitor:
         prev_t = time.monotonic()
         self.tree.sample(1.0)  # prime the per-process CPU counters
         rows = 0
-        with open(self.out, "w", encoding="utf-8", buffering=1) as fh:
+        with open(str(self.out), "w", encoding="utf-8", buffering=1) as fh:
             fh.write(schema.monitor_header())
             fh.flush()
             k = 1
@@ -144,46 +144,7 @@ class Monitor:
         return rows
 
 
-def window(rows: list[dict], t0: float | None = None, t1: float | None = None) -> list[dict]:
-    """The samples taken in [t0, t1]; a missing bound is open (a failed run has no end)."""
-    return [
-        r for r in rows
-        if r.get("time_unix") is not None
-        and (t0 is None or r["time_unix"] >= t0) and (t1 is None or r["time_unix"] <= t1)
-    ]
-
-
-def summarize(rows: list[dict], t0: float | None = None, t1: float | None = None) -> dict:
-    """Means and peaks over the samples taken in [t0, t1] (the training window when given)."""
-    window_rows = window(rows, t0, t1)
-
-    def mean(col: str) -> float | None:
-        vals = [r[col] for r in window_rows if r.get(col) is not None]
-        return sum(vals) / len(vals) if vals else None
-
-    def peak(col: str) -> float | None:
-        vals = [r[col] for r in window_rows if r.get(col) is not None]
-        return max(vals) if vals else None
-
-    energy = [r["gpu_energy_j"] for r in window_rows if r.get("gpu_energy_j") is not None]
-    return {
-        "interval_s": INTERVAL_S,
-        "samples": len(window_rows),
-        "cpu_util_mean_pct": mean("cpu_util_pct"),
-        "cpu_user_mean_pct": mean("cpu_user_pct"),
-        "cpu_system_mean_pct": mean("cpu_system_pct"),
-        "cpu_iowait_mean_pct": mean("cpu_iowait_pct"),
-        "proc_cpu_mean_pct": mean("proc_cpu_pct"),
-        "mem_mean_mb": mean("proc_rss_mb"),
-        "mem_peak_mb": peak("proc_rss_mb"),
-        "gpu_util_mean_pct": mean("gpu_util_pct"),
-        "gpu_mem_peak_mb": peak("gpu_mem_used_mb"),
-        "gpu_power_mean_w": mean("gpu_power_w"),
-        "gpu_energy_j": (energy[-1] - energy[0]) if len(energy) > 1 else None,
-    }
-
-
-def main(argv: list[str] | None = None) -> int:
+def main(argv: Optional[List[str]] = None) -> int:
     """CLI: watch a PID and write monitor.csv until it exits or SIGTERM arrives."""
     ap = argparse.ArgumentParser(prog="python -m bench.monitor", description=__doc__.splitlines()[0])
     ap.add_argument("--pid", type=int, required=True, help="the training process to watch")

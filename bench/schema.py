@@ -1,28 +1,32 @@
 """The run artifact schema, defined once and checked on every write and every read.
 
-A run directory holds four files:
+A run directory holds five files:
 
+- ``request.json``  the run request it was made from (bench/request.py), so it can be run again.
 - ``run.json``      one object: configuration, versions, host, timings, status, summaries.
 - ``metrics.jsonl`` one object per finished epoch.
 - ``monitor.csv``   one row per monitor sample (1 s), header row first.
 - ``log.txt``       free-form output of the training process.
 
 Every object carries ``schema_version``; readers refuse versions they do not know, so an old
-checker never silently misreads a newer run.
+checker never silently misreads a newer run. Version 1 run.json files (before the request and
+the era existed) are read as version 2 with era 'current' and threads unknown.
+
+Standard library only, CPython 3.6-clean: the entrypoint inside every image writes these files,
+and the host's campaign and analysis read them.
 """
 
-from __future__ import annotations
-
 import csv
+import datetime
 import json
 import math
-from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Optional
 
 from bench import atomic
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 
 RUN_FILE = "run.json"
 METRICS_FILE = "metrics.jsonl"
@@ -34,11 +38,19 @@ FAILURE_CAUSES = ("nan", "oom", "timeout", "crash", "killed")
 
 NUM = (int, float)
 OPT_NUM = (int, float, type(None))
+OPT_INT = (int, type(None))
 OPT_STR = (str, type(None))
 OPT_DICT = (dict, type(None))
 
+# What the timing fields mean, recorded in every run.json (timing.definition).
+TIMING_DEFINITION = (
+    "training_time_s = sum over epochs of the training pass (device synchronized before each clock "
+    "read); eval_time_s = sum of per-epoch test passes; setup_time_s = model build and data loading "
+    "before epoch 1. The DLBench notebooks' wall time = training_time_s + eval_time_s."
+)
+
 # Field name -> accepted types. Nested dicts are checked one level down where listed.
-RUN_FIELDS: dict[str, tuple[type, ...]] = {
+RUN_FIELDS = {
     "schema_version": (int,),
     "run_id": (str,),
     "status": (str,),
@@ -56,8 +68,9 @@ RUN_FIELDS: dict[str, tuple[type, ...]] = {
     "started_at": (str,),
     "finished_at": OPT_STR,
 }
-RUN_CONFIG_FIELDS: dict[str, tuple[type, ...]] = {
+RUN_CONFIG_FIELDS = {
     "framework": (str,),
+    "era": (str,),
     "workload": (str,),
     "profile": (str,),
     "device": (str,),
@@ -65,8 +78,9 @@ RUN_CONFIG_FIELDS: dict[str, tuple[type, ...]] = {
     "repeat": (int,),
     "campaign": (str,),
     "runner": (str,),
+    "threads": OPT_INT,
 }
-RUN_TIMING_FIELDS: dict[str, tuple[type, ...]] = {
+RUN_TIMING_FIELDS = {
     # Sum of the epochs' training passes: what the paper calls training time.
     "training_time_s": OPT_NUM,
     # Sum of the per-epoch test passes (the authors' notebooks timed these too).
@@ -77,13 +91,13 @@ RUN_TIMING_FIELDS: dict[str, tuple[type, ...]] = {
     "train_end_unix": OPT_NUM,
     "definition": (str,),
 }
-RUN_RESULTS_FIELDS: dict[str, tuple[type, ...]] = {
+RUN_RESULTS_FIELDS = {
     "test_accuracy": OPT_NUM,
     "final_loss": OPT_NUM,
     "epochs_completed": (int,),
 }
 
-METRIC_FIELDS: dict[str, tuple[type, ...]] = {
+METRIC_FIELDS = {
     "schema_version": (int,),
     "epoch": (int,),
     "loss": NUM,
@@ -95,7 +109,7 @@ METRIC_FIELDS: dict[str, tuple[type, ...]] = {
 }
 
 # monitor.csv columns, in order. Empty cells mean "not measured" (e.g. no GPU).
-MONITOR_COLUMNS: tuple[str, ...] = (
+MONITOR_COLUMNS = (
     "time_unix",
     "elapsed_s",
     "cpu_util_pct",  # mean over cores of each core's active share (dlbench Eq. 1-2)
@@ -114,13 +128,14 @@ MONITOR_COLUMNS: tuple[str, ...] = (
     "gpu_temp_c",
     "gpu_throttle_reasons",
 )
+MONITOR_INTERVAL_S = 1.0
 
 
 class SchemaError(ValueError):
     """An artifact does not match the schema; the message names the file and the field."""
 
 
-def _check_fields(obj: Any, fields: dict[str, tuple[type, ...]], where: str) -> None:
+def _check_fields(obj, fields, where):
     if not isinstance(obj, dict):
         raise SchemaError(f"{where}: expected an object, got {type(obj).__name__}")
     for name, types in fields.items():
@@ -137,24 +152,24 @@ def _check_fields(obj: Any, fields: dict[str, tuple[type, ...]], where: str) -> 
             raise SchemaError(f"{where}: field '{name}' is {value}; write null for 'no value'")
 
 
-def _check_version(obj: dict, where: str) -> None:
+def _check_version(obj, where, versions=(SCHEMA_VERSION,)):
     version = obj.get("schema_version")
-    if version != SCHEMA_VERSION:
+    if version not in versions:
         raise SchemaError(
-            f"{where}: schema_version {version!r} is not supported (this kit reads {SCHEMA_VERSION}); "
-            "re-run the campaign or use the kit version that wrote it"
+            f"{where}: schema_version {version!r} is not supported (this kit reads "
+            f"{', '.join(str(v) for v in versions)}); re-run the campaign or use the kit version that wrote it"
         )
 
 
 def validate_run(obj: dict, where: str = RUN_FILE) -> dict:
-    """Check a run.json object; return it unchanged or raise SchemaError."""
+    """Check a run.json object of this schema version; return it unchanged or raise SchemaError."""
     _check_fields(obj, RUN_FIELDS, where)
     _check_version(obj, where)
     _check_fields(obj["config"], RUN_CONFIG_FIELDS, f"{where}: config")
     _check_fields(obj["timing"], RUN_TIMING_FIELDS, f"{where}: timing")
     _check_fields(obj["results"], RUN_RESULTS_FIELDS, f"{where}: results")
     if obj["config"]["runner"] == "docker":
-        # A container run names the exact image it ran in (runs of older kits had no docker runner).
+        # A container run names the exact image it ran in.
         image = obj["environment"].get("image_digest")
         if not isinstance(image, str) or "sha256:" not in image:
             raise SchemaError(f"{where}: a docker run needs environment.image_digest (sha256:... or name@sha256:...)")
@@ -169,11 +184,64 @@ def validate_run(obj: dict, where: str = RUN_FILE) -> dict:
     return obj
 
 
+def _upgrade(obj):
+    """A version 1 run.json as version 2: every run before the era existed ran the current era."""
+    if isinstance(obj, dict) and obj.get("schema_version") == 1 and isinstance(obj.get("config"), dict):
+        obj = dict(obj, schema_version=SCHEMA_VERSION)
+        obj["config"] = dict(obj["config"])
+        obj["config"].setdefault("era", "current")
+        obj["config"].setdefault("threads", None)
+    return obj
+
+
 def validate_metric(obj: dict, where: str = METRICS_FILE) -> dict:
     """Check one metrics.jsonl record; return it unchanged or raise SchemaError."""
     _check_fields(obj, METRIC_FIELDS, where)
-    _check_version(obj, where)
+    _check_version(obj, where, READABLE_VERSIONS)
     return obj
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def run_record(request: dict, host: Optional[dict] = None, failure: Optional[dict] = None) -> dict:
+    """The run.json of a run request before its outcome is known: the one constructor of a record.
+
+    The entrypoint makes it before training (status 'failed', cause 'crash', "did not finish", until
+    finish() says otherwise); the host makes it for a run whose process died without writing one,
+    with the failure it observed. `request` is a validated run request (bench/request.py).
+    """
+    data = request["data"]
+    env = request["environment"]
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "run_id": request["run_id"],
+        "status": "failed",
+        "failure": failure or {"cause": "crash", "message": "did not finish"},
+        "config": {key: request[key] for key in RUN_CONFIG_FIELDS},
+        "spec": request["spec"],
+        "dataset": {"name": data["dataset"], "source": data["source"], "sha256": data["arrays_sha256"],
+                    "path": data["path"]},
+        "environment": {"runner": request["runner"], "env_id": env["env_id"], "image_digest": env["image_digest"]},
+        "host": host or {},
+        "device_used": {"requested": request["device"]},
+        "model": {},
+        "timing": {"training_time_s": None, "eval_time_s": None, "setup_time_s": None,
+                   "train_start_unix": None, "train_end_unix": None, "definition": TIMING_DEFINITION},
+        "results": {"test_accuracy": None, "final_loss": None, "epochs_completed": 0},
+        "monitor": {},
+        "started_at": _now(),
+        "finished_at": None,
+    }
+
+
+def finish(record: dict, failure: Optional[dict]) -> dict:
+    """Close a record: status ok when `failure` is None, else failed with it; stamp finished_at."""
+    record["status"] = "ok" if failure is None else "failed"
+    record["failure"] = failure
+    record["finished_at"] = _now()
+    return record
 
 
 def write_run(run_dir: Path, obj: dict) -> None:
@@ -183,33 +251,37 @@ def write_run(run_dir: Path, obj: dict) -> None:
 
 
 def read_run(run_dir: Path) -> dict:
-    """Read and validate run.json from run_dir."""
+    """Read and validate run.json from run_dir (version 1 files are upgraded on read)."""
     path = Path(run_dir) / RUN_FILE
     try:
         obj = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
+    except ValueError as exc:
         raise SchemaError(f"{path}: not valid JSON ({exc})") from exc
-    return validate_run(obj, str(path))
+    if isinstance(obj, dict):
+        _check_version(obj, str(path), READABLE_VERSIONS)
+    return validate_run(_upgrade(obj), str(path))
 
 
 class MetricsWriter:
     """Appends validated epoch records to metrics.jsonl, flushed line by line."""
 
-    def __init__(self, run_dir: Path):
+    def __init__(self, run_dir: Path) -> None:
         self.path = Path(run_dir) / METRICS_FILE
-        self._fh = open(self.path, "a", encoding="utf-8")
+        self._fh = open(str(self.path), "a", encoding="utf-8")
 
     def write(self, record: dict) -> None:
-        record = {"schema_version": SCHEMA_VERSION, **record}
+        """Append one epoch's record (schema_version added), validated first."""
+        record = dict(record, schema_version=SCHEMA_VERSION)
         validate_metric(record, str(self.path))
         self._fh.write(json.dumps(record, sort_keys=True) + "\n")
         self._fh.flush()
 
     def close(self) -> None:
+        """Close the file."""
         self._fh.close()
 
 
-def read_metrics(run_dir: Path) -> list[dict]:
+def read_metrics(run_dir: Path) -> list:
     """Read and validate every record of metrics.jsonl (empty list if the file is absent)."""
     path = Path(run_dir) / METRICS_FILE
     if not path.exists():
@@ -243,7 +315,7 @@ def format_monitor_row(row: dict) -> str:
     return ",".join(cells) + "\n"
 
 
-def read_monitor(run_dir: Path) -> Iterator[dict]:
+def read_monitor(run_dir: Path):
     """Yield monitor.csv rows as dicts of floats (None for empty cells; strings kept for lists).
 
     A last line cut off by a kill is skipped, not an error: the monitor flushes whole lines.
@@ -251,7 +323,7 @@ def read_monitor(run_dir: Path) -> Iterator[dict]:
     path = Path(run_dir) / MONITOR_FILE
     if not path.exists():
         return
-    with open(path, newline="", encoding="utf-8") as fh:
+    with open(str(path), newline="", encoding="utf-8") as fh:
         reader = csv.reader(fh)
         header = next(reader, None)
         if header is None:
@@ -267,7 +339,7 @@ def read_monitor(run_dir: Path) -> Iterator[dict]:
 _TEXT_COLUMNS = {"cpu_per_core_pct", "gpu_throttle_reasons"}
 
 
-def _cell(col: str, cell: str) -> Any:
+def _cell(col, cell):
     if cell == "":
         return None
     if col in _TEXT_COLUMNS:
@@ -275,7 +347,50 @@ def _cell(col: str, cell: str) -> Any:
     return float(cell)
 
 
-def iter_run_dirs(root: Path) -> Iterable[Path]:
+def monitor_window(rows: list, t0: Optional[float] = None, t1: Optional[float] = None) -> list:
+    """The samples taken in [t0, t1]; a missing bound is open (a failed run has no end)."""
+    return [
+        r for r in rows
+        if r.get("time_unix") is not None
+        and (t0 is None or r["time_unix"] >= t0) and (t1 is None or r["time_unix"] <= t1)
+    ]
+
+
+def summarize_monitor(rows: list, t0: Optional[float] = None, t1: Optional[float] = None) -> dict:
+    """run.json's monitor section: means and peaks over the samples taken in [t0, t1] (the training
+    window when given). The analysis recomputes it from monitor.csv with this same function."""
+    window_rows = monitor_window(rows, t0, t1)
+
+    def values(col):
+        return [r[col] for r in window_rows if r.get(col) is not None]
+
+    def mean(col):
+        vals = values(col)
+        return sum(vals) / len(vals) if vals else None
+
+    def peak(col):
+        vals = values(col)
+        return max(vals) if vals else None
+
+    energy = values("gpu_energy_j")
+    return {
+        "interval_s": MONITOR_INTERVAL_S,
+        "samples": len(window_rows),
+        "cpu_util_mean_pct": mean("cpu_util_pct"),
+        "cpu_user_mean_pct": mean("cpu_user_pct"),
+        "cpu_system_mean_pct": mean("cpu_system_pct"),
+        "cpu_iowait_mean_pct": mean("cpu_iowait_pct"),
+        "proc_cpu_mean_pct": mean("proc_cpu_pct"),
+        "mem_mean_mb": mean("proc_rss_mb"),
+        "mem_peak_mb": peak("proc_rss_mb"),
+        "gpu_util_mean_pct": mean("gpu_util_pct"),
+        "gpu_mem_peak_mb": peak("gpu_mem_used_mb"),
+        "gpu_power_mean_w": mean("gpu_power_w"),
+        "gpu_energy_j": (energy[-1] - energy[0]) if len(energy) > 1 else None,
+    }
+
+
+def iter_run_dirs(root: Path) -> list:
     """Completed run directories below a campaign folder (those holding a run.json)."""
     root = Path(root)
     if not root.is_dir():

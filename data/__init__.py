@@ -13,7 +13,7 @@ Run ``python -m data --help`` from the repo root. Public API (other code imports
                   GENERATORS {name: writer(raw, n_train, n_test, seed)}, imdb_archive_bytes(...)
 - data.formats:   read_idx(path), parse_idx(bytes), idx_bytes(array), read_tar_members, tar_add, RawFormatError
 - data.text:      tokenize(text) (the IMDB tokenizer)
-- data.paths:     raw_dir(root, dataset, source="real"), prepared_dir (from bench.dataset)
+- data.paths:     raw_dir(root, dataset, source="real"), prepared_dir (from bench.prepared)
 - data.cifar, data.svhn, data.ptb, data.manythings: one module per dataset, each with its prepare
                   function (registered in data.prepare.PREPARERS) and synthetic writer (in
                   data.synthetic.GENERATORS); data.digits draws the synthetic digits (MNIST, SVHN)

@@ -23,8 +23,8 @@ import json
 import sys
 from pathlib import Path
 
-from bench.dataset import META_FILE, SOURCES
-from bench.errors import UsageError
+from bench.errors import UsageError, run_cli
+from bench.prepared import META_FILE, SOURCES
 from data import synthetic
 from data.download import MIRROR_ENV, download
 from data.manifest import Manifest, load_manifest
@@ -112,8 +112,8 @@ def _list(manifest: Manifest, root: Path) -> None:
             print(f"{'':10} {spec.description}")
 
 
-def run(args: argparse.Namespace) -> None:
-    """Carry out one parsed command (raises UsageError on bad input)."""
+def run(args: argparse.Namespace) -> int:
+    """Carry out one parsed command; 0 when done (raises UsageError on bad input)."""
     manifest = load_manifest(args.manifest)
     progress = not args.quiet
     if args.command == "list":
@@ -139,20 +139,13 @@ def run(args: argparse.Namespace) -> None:
             raw = synthetic.generate(name, args.root, sizes=size, seed=args.seed, progress=progress)
             folder = prepared_dir(args.root, name, "synthetic")
             _report(prepare(name, raw, folder, source="synthetic", manifest=manifest, progress=progress))
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit status (2 for a usage error, 130 when interrupted)."""
     args = _parser().parse_args(argv)
-    try:
-        run(args)
-    except UsageError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("error: interrupted; rerun the command to resume (finished files are kept)", file=sys.stderr)
-        return 130
-    return 0
+    return run_cli(run, args)
 
 
 if __name__ == "__main__":

@@ -2,14 +2,14 @@
 
 <root>/raw/<dataset>/                  downloaded files, each sha256-verified
 <root>/synthetic/raw/<dataset>/        synthetic files in the same formats
-<root>/prepared/<dataset>[-synthetic]/ arrays.npz + meta.json (bench.dataset.prepared_dir)
+<root>/prepared/<dataset>[-synthetic]/ arrays.npz + meta.json (bench.prepared.prepared_dir)
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from bench.dataset import check_source, prepared_dir
+from bench.prepared import check_source, prepared_dir
 
 DEFAULT_ROOT = Path("data")
 

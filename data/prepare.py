@@ -1,4 +1,4 @@
-"""Raw files -> the prepared format of bench/dataset.py (arrays.npz + meta.json).
+"""Raw files -> the prepared format of bench/prepared.py (arrays.npz + meta.json).
 
 One prepare function per dataset, registered in PREPARERS under the name the manifest's
 ``prepare`` key uses. MNIST and IMDB are here; CIFAR-10/100, SVHN, PTB and spa-eng live in their
@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from bench.dataset import ARRAYS_FILE, FORMAT_VERSION, META_FILE, check_source
 from bench.errors import UsageError
+from bench.prepared import ARRAYS_FILE, FORMAT_VERSION, META_FILE, check_source
 from data import cifar, manythings, ptb, svhn, text
 from data.formats import RawFormatError, read_idx
 from data.fsutil import atomic_folder, sha256_file
@@ -63,7 +63,7 @@ def prepare_mnist(raw: Path) -> tuple[Arrays, dict[str, Any]]:
 # ---------------------------------------------------------------- IMDB
 
 IMDB_ARCHIVE = "aclImdb_v1.tar.gz"
-# Must equal bench/workloads/lstm-imdb.toml (maxlen, vocab_size); a test checks it.
+# Must equal campaign/workloads/lstm-imdb.toml (maxlen, vocab_size); a test checks it.
 IMDB_MAXLEN = 500
 IMDB_VOCAB_SIZE = 5000
 # Reviews are sorted by file name, then shuffled with this seed: a fixed order, not class-sorted.

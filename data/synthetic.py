@@ -15,7 +15,7 @@
 
 Everything is a pure function of the sizes and the seed: same arguments, same bytes. The files
 go to <root>/synthetic/raw/<dataset>/ and are prepared by data/prepare.py, like real data, into
-bench.dataset.prepared_dir(root, dataset, "synthetic").
+bench.prepared.prepared_dir(root, dataset, "synthetic").
 """
 
 from __future__ import annotations

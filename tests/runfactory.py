@@ -1,4 +1,5 @@
-"""Hand-made run directories for tests of the analysis, written through bench.schema's writers.
+"""Hand-made run directories for tests of the analysis, written through bench.schema's writers
+(the record starts from schema.run_record of a real run request, as the entrypoint's does).
 
 Values are chosen by the test, not measured: each helper writes exactly what it is told, so a test
 can compute the expected table cell by hand.
@@ -10,16 +11,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench import spec as bench_spec
+from bench import request as run_request
 from bench.schema import (
     LOG_FILE,
     MONITOR_FILE,
-    SCHEMA_VERSION,
     MetricsWriter,
+    finish,
     format_monitor_row,
     monitor_header,
+    run_record,
     write_run,
 )
+from campaign import specs
 
 T0 = 1_700_000_000.0  # train_start_unix of the first run; later runs start later
 
@@ -66,7 +69,7 @@ def make_run(campaign: Path, framework: str, workload: str, repeat: int, *,
     start = T0 + 1000 * repeat if start is None else start
     end = start + len(cpu) - 1
     ok = status == "ok"
-    spec = bench_spec.load(workload, profile)
+    spec = specs.load(workload, profile)
     epochs = len(curve)
     writer = MetricsWriter(run_dir)
     times = list(epoch_times) if epoch_times is not None else [training_time / epochs] * epochs
@@ -82,30 +85,27 @@ def make_run(campaign: Path, framework: str, workload: str, repeat: int, *,
     if gpu:
         summary.update(gpu="measured", gpu_util_mean_pct=sum(gpu) / len(gpu))
     summary.update(cached or {})
-    write_run(run_dir, {
-        "schema_version": SCHEMA_VERSION,
-        "run_id": run_id,
-        "status": status,
-        "failure": None if ok else {"cause": cause, "message": message},
-        "config": {"framework": framework, "workload": workload, "profile": profile, "device": device,
-                   "seed": repeat - 1, "repeat": repeat, "campaign": Path(campaign).name, "runner": runner},
-        "spec": spec,
-        "dataset": {"name": spec["dataset"], "source": data_source, "sha256": "ab" * 32},
-        "environment": {"runner": runner, "framework_version": f"{framework}-1.0",
-                        "framework_build": {framework: "1.0", **({"cuda": "12.4", "cudnn": "9.1"} if gpu else {})},
-                        "packages": {framework: "1.0"}, "python": "3.11.7",
-                        "env_id": "cd" * 32, "image_digest": "sha256:" + "ef" * 32 if runner == "docker" else None},
-        "host": {"hostname": "testhost", "cpu_model": "Fake CPU", "cpu_count": 2, "mem_total_mb": 4096,
-                 "os": "Linux", "gpus": [{"name": "Fake GPU 16GB"}] if gpu else []},
-        "device_used": {"device_name": "cpu", "threads": 2, "kernels": {"conv": "onednn"}},
-        "model": {"trainable_params": 1_199_882},
-        "timing": {"training_time_s": training_time if ok else None, "eval_time_s": 3.0,
-                   "setup_time_s": 1.0, "train_start_unix": start, "train_end_unix": end,
-                   "definition": "sum of the epochs' training passes; test passes excluded"},
-        "results": {"test_accuracy": accuracy if ok else None, "final_loss": 0.1,
-                    "epochs_completed": epochs if ok else 1},
-        "monitor": summary,
-        "started_at": "2026-11-23T10:00:00+00:00",
-        "finished_at": "2026-11-23T10:05:00+00:00",
-    })
+    req = run_request.make(
+        framework=framework, era="current", workload=workload, profile=profile, spec=spec,
+        data={"dataset": spec["dataset"], "source": data_source, "arrays_sha256": "ab" * 32,
+              "path": "/data/prepared/" + spec["dataset"], "train_indices": None, "test_indices": None},
+        device=device, threads=2, seed=repeat - 1, repeat=repeat, campaign=Path(campaign).name, runner=runner,
+        env_id="cd" * 32, image_digest="sha256:" + "ef" * 32 if runner == "docker" else None)
+    record = run_record(req, host={"hostname": "testhost", "cpu_model": "Fake CPU", "cpu_count": 2,
+                                   "mem_total_mb": 4096, "os": "Linux",
+                                   "gpus": [{"name": "Fake GPU 16GB"}] if gpu else []})
+    record["run_id"] = run_id  # readable names in the tests' tables
+    record["environment"].update(
+        framework_version=f"{framework}-1.0", packages={framework: "1.0"}, python="3.11.7",
+        framework_build={framework: "1.0", **({"cuda": "12.4", "cudnn": "9.1"} if gpu else {})})
+    record["device_used"].update(device_name="cpu", threads=2, kernels={"conv": "onednn"})
+    record["model"]["trainable_params"] = 1_199_882
+    record["timing"].update(training_time_s=training_time if ok else None, eval_time_s=3.0, setup_time_s=1.0,
+                            train_start_unix=start, train_end_unix=end)
+    record["results"].update(test_accuracy=accuracy if ok else None, final_loss=0.1,
+                             epochs_completed=epochs if ok else 1)
+    record["monitor"] = summary
+    finish(record, None if ok else {"cause": cause, "message": message})
+    record.update(started_at="2026-11-23T10:00:00+00:00", finished_at="2026-11-23T10:05:00+00:00")
+    write_run(run_dir, record)
     return run_dir

@@ -29,7 +29,7 @@ def _tree_digest(folder: Path) -> dict[str, str]:
 def test_killed_campaign_resumes_only_missing_runs(tmp_path):
     _synthetic(tmp_path / "data", "mnist")
     results = tmp_path / "results"
-    cmd = [sys.executable, "-m", "bench", "campaign", "--frameworks", "pytorch", "--workloads", "cnn-mnist",
+    cmd = [sys.executable, "-m", "campaign", "run", "--frameworks", "pytorch", "--workloads", "cnn-mnist",
            "--profile", "smoke", "--repeats", "3", "--data", "synthetic", "--data-root", str(tmp_path / "data"),
            "--results", str(results), "--campaign", "kill", "--threads", "1"]
     proc = subprocess.Popen(cmd, cwd=REPO, start_new_session=True, stdout=subprocess.PIPE, text=True)

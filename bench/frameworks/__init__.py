@@ -1,68 +1,80 @@
-"""Framework modules, found by convention: bench/frameworks/<name>.py is framework <name>.
+"""Framework modules, found by convention: bench/frameworks/<era>/<name>.py is framework <name> of that era.
 
-Each module translates a workload spec (bench/workloads/*.toml) into that framework's idiomatic
-model and training loop. It exposes:
+Each module translates a workload spec (the resolved spec of a run request) into that framework's
+idiomatic model and training loop, building the layers bench/modelplan.py planned. It exposes:
 
     NAME: str
     PACKAGE: str                                 # the key of versions() that is the framework's version
-    def versions() -> dict[str, str]            # package -> version actually imported
-    def make_trainer(spec, data, device, seed) -> Trainer
+    def versions() -> dict                       # package -> version actually imported
+    def make_trainer(spec, data, device, seed) -> a Trainer
 
-The entrypoint owns the epoch loop, the clocks and the artifacts; a Trainer only computes.
+Era `current` holds today's releases (CPython 3.11); era `paper` the versions a study used
+(CPython 3.6). Modules whose name starts with '_' are helpers, not frameworks. The entrypoint
+owns the epoch loop, the clocks and the artifacts; a Trainer only computes. This package itself is
+CPython 3.6-clean and imports no framework.
 """
-
-from __future__ import annotations
 
 import importlib
 from pathlib import Path
 from types import ModuleType
-from typing import Protocol
+from typing import List, Optional, Tuple
 
 from bench.errors import UsageError
 
+ERAS = ("current", "paper")
+HERE = Path(__file__).parent
 
-class Trainer(Protocol):
-    """What the entrypoint needs from a framework: build once, then epochs and evaluations."""
+
+class Trainer:
+    """What the entrypoint needs from a framework: build once, then epochs and evaluations.
+
+    Framework modules return objects with these methods (duck-typed; this class documents them).
+    """
 
     def param_count(self) -> int:
         """Number of trainable parameters of the built model."""
+        raise NotImplementedError
 
-    def train_epoch(self) -> tuple[float, float | None]:
+    def train_epoch(self) -> Tuple[float, Optional[float]]:
         """One pass over the training set in training mode; (mean loss, train accuracy or None).
 
         Raise bench.frameworks.NonFiniteLoss as soon as the loss is NaN or infinite.
         """
+        raise NotImplementedError
 
     def evaluate(self) -> float:
         """Test-set accuracy in [0, 1], in inference mode (dropout off)."""
+        raise NotImplementedError
 
     def synchronize(self) -> None:
         """Block until queued device work is done, so a clock read after it is honest."""
+        raise NotImplementedError
 
     def info(self) -> dict:
         """What was really used: {'device_name', 'threads', 'kernels': {...}, 'data_layout', ...}."""
+        raise NotImplementedError
 
 
 class NonFiniteLoss(RuntimeError):
     """Training produced a NaN or infinite loss; the run is recorded as failed with cause 'nan'."""
 
 
-def known_frameworks() -> list[str]:
-    """Every framework with a module here."""
-    here = Path(__file__).parent
-    return sorted(p.stem for p in here.glob("*.py") if not p.stem.startswith("_"))
+def known_frameworks(era: str = "current") -> List[str]:
+    """Every framework with a module in `era`."""
+    return sorted(p.stem for p in (HERE / era).glob("*.py") if not p.stem.startswith("_"))
 
 
-def check_name(name: str) -> str:
-    """Return name if a module exists for it, else raise a UsageError naming the choices."""
-    if name not in known_frameworks():
-        raise UsageError(
-            f"unknown framework '{name}'",
-            f"choose from: {', '.join(known_frameworks())} (FRAMEWORKS=...)",
-        )
+def check_name(name: str, era: str = "current") -> str:
+    """Return name if `era` has a module for it, else raise a UsageError naming the choices."""
+    if era not in ERAS:
+        raise UsageError(f"unknown era '{era}'", f"choose from: {', '.join(ERAS)} (ERA=...)")
+    if name not in known_frameworks(era):
+        have = ", ".join(known_frameworks(era)) or "none yet"
+        raise UsageError(f"unknown framework '{name}' for the {era} era",
+                         f"choose from: {have} (FRAMEWORKS=...)")
     return name
 
 
-def load(name: str) -> ModuleType:
-    """Import the module of framework `name` (inside that framework's environment)."""
-    return importlib.import_module(f"bench.frameworks.{check_name(name)}")
+def load(name: str, era: str = "current") -> ModuleType:
+    """Import the module of framework `name` in `era` (inside that framework's environment)."""
+    return importlib.import_module(f"bench.frameworks.{era}.{check_name(name, era)}")

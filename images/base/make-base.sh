@@ -5,7 +5,7 @@
 #   images/base/make-base.sh TAG
 # The mirror is $DEBIAN_MIRROR, else the first Debian mirror this host's apt uses. An image that
 # already has TAG is kept (delete it to make a new one). Prints the image id: pass TAG (or the id)
-# as BASE_IMAGE to `make images`; bench/images.py pins it by that id.
+# as BASE_IMAGE to `make images`; images/build.py pins it by that id.
 set -euo pipefail
 tag=${1:?usage: make-base.sh TAG}
 if docker image inspect "$tag" >/dev/null 2>&1; then

@@ -3,8 +3,8 @@
 #   install-lock.sh VENV LOCKDIR
 # LOCKDIR holds requirements.txt and, when the lock has an sdist built at install time,
 # build-requirements.txt (installed first) and pip-install-args (extra options for the lock), the
-# same files bench/envs.py installs for the local runner.
-# Optional build inputs beside this script (bench/images.py fills them from the host's settings,
+# same files images/envs.py installs for the local runner.
+# Optional build inputs beside this script (images/build.py fills them from the host's settings,
 # or leaves the folders empty): certs/*.crt, extra CA certificates that pip trusts beside its own
 # bundle (sites behind a TLS-inspecting proxy), and wheels/, a local wheelhouse pip may take pinned
 # files from. The hashes in the lock decide what is installed, so neither input can change the

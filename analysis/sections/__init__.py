@@ -1,0 +1,27 @@
+"""The report's sections, one module per topic; analysis.report.SECTIONS lists them in reading order.
+
+Rule: every section is a builder `(ctx: ReportContext) -> list[Block]`: it reads only what the report
+is built from (analysis.context) and arranges the results of the modules that compute them
+(aggregate, claims and studies, transfer, significance, reference) into headings, paragraphs, tables
+and figures. A section that needs more (e.g. the claims' outcomes) derives it from ctx, so every
+builder has the same signature and SECTIONS alone decides the order.
+
+    overview        header (title, banners), unreadable runs and notes, runs overview
+    comparison      comparison with the published numbers, resource use
+    claims          what reproduced: the studies' claims and how each is tested
+    transfer        what transfers across hardware (orders, relative times, speedups)
+    statistics      the paper's statistics (Wilcoxon, Pearson, bootstrap)
+    environment     workload settings, environment, hardware of the published numbers
+    not_reproduced  published numbers with no measured counterpart
+    outputs         figures and the tables the report was built from
+    columns         which key columns the sections' tables show (shared helper)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from analysis.context import ReportContext
+from analysis.document import Block
+
+Section = Callable[[ReportContext], list[Block]]

@@ -1,0 +1,121 @@
+"""What the runs ran with and on: the workload settings, the environment, and the published numbers' hardware."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from analysis.context import ReportContext
+from analysis.document import Block, Bullets, Heading, Inline, Para, Table
+from analysis.reference import published_hardware
+from bench.hashing import content_hash
+
+# Reference files the report compares against (their hardware rows are printed).
+COMPARED_FILES = ("dlbench.csv", "from_original_repos.csv")
+
+
+def _optimizer_text(opt: Any) -> str:
+    if not isinstance(opt, dict):
+        return str(opt) if opt is not None else "—"
+    params = ", ".join(f"{k}={v}" for k, v in sorted(opt.items()) if k != "name")
+    return f"{opt.get('name', '?')} ({params})" if params else str(opt.get("name", "?"))
+
+
+def _subset_text(n: Any) -> str:
+    return "full split" if n is None else str(n)
+
+
+def settings_section(ctx: ReportContext) -> list[Block]:
+    """The spec values every framework read, per (workload, profile), and whether they were identical."""
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for run in ctx.campaign.runs.values():
+        groups.setdefault((run["config"]["workload"], run["config"]["profile"]), []).append(run)
+    rows: list[list[Inline]] = []
+    for (workload, profile), runs in sorted(groups.items()):
+        spec = runs[0]["spec"]
+        training, data = spec.get("training") or {}, spec.get("data") or {}
+        first = content_hash(spec)
+        differ = sorted({r["config"]["framework"] for r in runs if content_hash(r["spec"]) != first})
+        reference_fw = runs[0]["config"]["framework"]
+        same = "yes" if not differ else f"NO: {', '.join(differ)} differ from {reference_fw}"
+        rows.append([workload, profile, str(training.get("epochs", "—")),
+                     str(training.get("batch_size", "—")),
+                     _optimizer_text(training.get("optimizer")), str(training.get("loss", "—")),
+                     _subset_text(data.get("train_subset")), _subset_text(data.get("test_subset")), same,
+                     ctx.runs_links(runs)])
+    return [Heading(2, "Workload settings (echoed from run.json)"),
+            Para("What every framework's run actually read from the workload spec. 'identical' says whether "
+                 "all runs of the workload and profile carry the same resolved spec."),
+            Table(["workload", "profile", "epochs", "batch", "optimizer", "loss", "train subset",
+                   "test subset", "identical across runs", "runs"], rows)]
+
+
+def _distinct(values: Iterable[Any]) -> str:
+    seen = list(dict.fromkeys(str(v) for v in values if v not in (None, "", {}, [])))
+    return "; ".join(seen) if seen else "—"
+
+
+def _gpus_text(host: dict) -> str:
+    gpus = host.get("gpus") or []
+    if gpus:
+        return ", ".join(str(g.get("name", g)) if isinstance(g, dict) else str(g) for g in gpus)
+    return str(host.get("gpu_status") or "none")
+
+
+def _kernels_text(kernels: Any) -> str:
+    if isinstance(kernels, dict):
+        return ", ".join(f"{k}={v}" for k, v in sorted(kernels.items()))
+    return "" if kernels is None else str(kernels)
+
+
+def environment_section(ctx: ReportContext) -> list[Block]:
+    """Versions, runner, image digest or environment lock, host and device details per framework."""
+    groups: dict[tuple[str, str, str], list[dict]] = {}
+    for run in ctx.campaign.runs.values():
+        cfg = run["config"]
+        groups.setdefault((cfg["framework"], cfg["device"], cfg["runner"]), []).append(run)
+    rows: list[list[Inline]] = []
+    for (framework, device, runner), runs in sorted(groups.items()):
+        envs = [r.get("environment") or {} for r in runs]
+        hosts = [r.get("host") or {} for r in runs]
+        used = [r.get("device_used") or {} for r in runs]
+        rows.append([
+            framework, device, runner,
+            _distinct(e.get("framework_version") for e in envs),
+            _distinct(_kernels_text(e.get("framework_build")) for e in envs),
+            _distinct(e.get("image_digest") or e.get("env_id") for e in envs),
+            _distinct(e.get("python") for e in envs),
+            _distinct(f"{h.get('hostname', '?')}: {h.get('cpu_model', '?')} ({h.get('cpu_count', '?')} CPUs, "
+                      f"{h.get('mem_total_mb', '?')} MB)" for h in hosts if h),
+            _distinct(_gpus_text(h) for h in hosts if h),
+            _distinct(u.get("device_name") for u in used),
+            _distinct(u.get("threads") for u in used),
+            _distinct(_kernels_text(u.get("kernels")) for u in used),
+            ctx.runs_links(runs),
+        ])
+    return [Heading(2, "Environment"),
+            Para("Exact versions as each run recorded them: the framework, its build (e.g. CUDA and cuDNN where "
+                 "the framework reports them), the container image digest or the locked environment's id, the "
+                 "host and its GPUs, the device the framework used."),
+            Table(["framework", "device", "runner", "version", "framework build", "image digest / env lock",
+                   "python", "host", "GPUs", "device used", "threads", "kernels", "runs"], rows)]
+
+
+def hardware_section(ctx: ReportContext) -> list[Block]:
+    """The hardware behind each compared reference file (from reference/SOURCES.md) and this campaign's."""
+    rows: list[list[Inline]] = [[h.file, h.source, h.hardware] for h in published_hardware()
+                                if h.file in COMPARED_FILES]
+    hosts: dict[str, list[dict]] = {}
+    for run in ctx.campaign.runs.values():
+        host = run.get("host") or {}
+        gpus = host.get("gpus") or []
+        gpu_text = ", ".join(str(g.get("name", g)) if isinstance(g, dict) else str(g) for g in gpus) or "no GPU"
+        text = (f"{host.get('cpu_model', '?')}, {host.get('cpu_count', '?')} CPUs, {host.get('mem_total_mb', '?')} MB "
+                f"RAM; {gpu_text}; {host.get('os', '?')}")
+        hosts.setdefault(text, []).append(run)
+    return [Heading(2, "Hardware of the published numbers"),
+            Para("Copied from analysis/reference/SOURCES.md. Timings measured on this hardware are context "
+                 "for ours, not targets."),
+            Table(["reference file", "source", "hardware"], rows),
+            Para("This campaign set ran on:"),
+            Bullets([[f"{text} ({len(runs)} runs):", *ctx.runs_links(runs)] for text, runs in sorted(hosts.items())])]

@@ -1,0 +1,88 @@
+"""The report's opening: title and banners, unreadable runs and measurement notes, the runs overview."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from analysis.claims import PAPER_PROFILE
+from analysis.context import ReportContext
+from analysis.document import Block, Bullets, Heading, Para, Table
+from analysis.sections.columns import cell_columns
+
+SYNTHETIC_BANNER = "SYNTHETIC DATA — demo only: accuracy and timing are not comparable to the paper"
+
+
+def header_section(ctx: ReportContext) -> list[Block]:
+    """Title, campaign, when, and the banners for synthetic data and non-paper profiles."""
+    c = ctx.campaign
+    runs = list(c.runs.values())
+    n_ok = len(c.ok_rows)
+    started = min((r["started_at"] for r in runs), default=None)
+    finished = max((r["finished_at"] for r in runs if r["finished_at"]), default=None)
+    folders = ", ".join(f"`{r}`" for r in c.roots)
+    blocks: list[Block] = [
+        Heading(1, f"Reproduction report: {c.name}"),
+        Para(f"Campaign folder{'s' if len(c.roots) > 1 else ''} {folders}: {len(c.rows)} runs "
+             f"({n_ok} ok, {len(c.rows) - n_ok} failed), "
+             f"run between {started or '?'} and {finished or '?'}. Report generated {ctx.generated_at} "
+             "by dlrepro's analysis from the runs' raw files. Compared against DLBench (Elshawi, Wahab, "
+             "Barnawi, Sakr; Cluster Computing 2021) and the numbers in its authors' logs."),
+    ]
+    synthetic = [r for r in c.rows if r["data_source"] == "synthetic"]
+    if synthetic:
+        workloads = ", ".join(sorted({r["workload"] for r in synthetic}))
+        blocks.append(Para(f"{SYNTHETIC_BANNER}. ({len(synthetic)} of {len(c.rows)} runs used synthetic "
+                           f"data: {workloads}.)", "banner"))
+    unknown = [r for r in c.rows if r["data_source"] not in ("real", "synthetic")]
+    if unknown:
+        blocks.append(Para(f"{len(unknown)} runs do not record whether their data was real or synthetic "
+                           "(usually runs that failed before loading it).", "note"))
+    quick = sorted({r["profile"] for r in c.rows if r["profile"] != PAPER_PROFILE})
+    if quick:
+        blocks.append(Para(
+            f"Profile {', '.join(quick)} (not '{PAPER_PROFILE}'): these runs train on subsets of the data "
+            "for fewer epochs (see Workload settings), so the paper's numbers are shown for context only; "
+            "ratios to them are not a reproduction verdict.", "note"))
+    return blocks
+
+
+def problems_section(ctx: ReportContext) -> list[Block]:
+    """Run dirs or files that could not be read, and raw-vs-cache disagreements."""
+    blocks: list[Block] = []
+    if ctx.campaign.problems:
+        blocks += [Heading(2, "Unreadable runs and files"),
+                   Para("These were left out or read partially; nothing else was affected."),
+                   Bullets(list(ctx.campaign.problems))]
+    if ctx.campaign.notes:
+        blocks += [Heading(2, "Notes on the measurements"),
+                   Para("CPU and memory figures are recomputed from monitor.csv over the training window; "
+                        "run.json's monitor summary is only a cache. Where they differ, or where the raw "
+                        "samples are missing, it is said here."),
+                   Bullets(list(ctx.campaign.notes))]
+    return blocks
+
+
+def overview_section(ctx: ReportContext) -> list[Block]:
+    """Counts of ok and failed runs per cell, failures by cause, and each failed run."""
+    cells = ctx.cells
+    keys = cell_columns(cells)
+    table = Table(
+        [*keys, "ok", "failed", "runs"],
+        [[*(c.key[k] for k in keys), str(len(c.ok_rows)), c.failure_causes().replace(":", " ") or "0",
+          ctx.run_links(c.rows)] for c in cells],
+    )
+    failed = [r for r in ctx.campaign.rows if r["status"] != "ok"]
+    by_cause = Counter(r["failure_cause"] for r in failed)
+    blocks: list[Block] = [Heading(2, "Runs overview"), table]
+    if not failed:
+        blocks.append(Para("No run failed."))
+        return blocks
+    causes = ", ".join(f"{cause} {n}" for cause, n in sorted(by_cause.items()))
+    blocks.append(Para(f"Failed runs by cause: {causes}. They count here but not in the means."))
+    blocks.append(Heading(3, "Failed runs"))
+    blocks.append(Table(
+        ["run", "workload", "framework", "device", "repeat", "cause", "message", "run dir"],
+        [[ctx.run_links([r]), r["workload"], r["framework"], r["device"], str(r["repeat"]),
+          r["failure_cause"] or "", r["failure_message"] or "", r["run_dir"]] for r in failed],
+    ))
+    return blocks

@@ -1,0 +1,19 @@
+"""Shams et al.'s claim (other-studies.md): multi-GPU and multi-node scaling depend on the interconnect."""
+
+from __future__ import annotations
+
+from analysis.claims import Claim, ClaimResult, ResultsTable, not_in_campaign
+
+STUDY = "Shams et al."
+
+
+def shams_multi_gpu_scaling(t: ResultsTable) -> ClaimResult:
+    """Needs runs on 1-4 GPUs and several nodes (NVLink vs PCIe); the kit runs one device per run, so this
+    is insufficient data (not in this campaign)."""
+    return not_in_campaign("multi-GPU and multi-node runs")
+
+
+CLAIMS: list[Claim] = [
+    Claim("Shams-1", STUDY, "Multi-GPU and multi-node scaling depend on the interconnect (NVLink vs PCIe).",
+          shams_multi_gpu_scaling),
+]

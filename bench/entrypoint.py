@@ -1,0 +1,214 @@
+"""The entrypoint: run one run request and write its run folder.
+
+Every runner calls exactly this (`python -m bench run --request R --out D`), in a framework's
+environment or as a container's entrypoint. It reads nothing but the request (bench/request.py):
+the resolved workload spec, the rows of the subset, the prepared dataset, device, threads and
+seed. It owns the clocks and the artifacts (bench/schema.py); the framework module only builds and
+trains the model.
+
+Training time is the sum of the epochs' training passes, each closed by a device synchronize.
+The per-epoch test pass is timed separately (eval_time_s); model construction and data loading
+are setup_time_s (schema.TIMING_DEFINITION). CPython 3.6-clean: paper-era images run it.
+"""
+
+import math
+import os
+import platform
+import subprocess
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Dict, Optional
+
+from bench import frameworks, prepared, request, schema, threads
+from bench.errors import UsageError
+from bench.frameworks import NonFiniteLoss
+from bench.frameworks.common import cpu_name
+from bench.gpu import probe as gpu_probe
+
+
+def seed_everything(seed: int) -> None:
+    """Seed Python's and NumPy's generators (frameworks seed their own in make_trainer)."""
+    import random
+
+    import numpy as np
+
+    random.seed(seed)
+    np.random.seed(seed)
+    os.environ["PYTHONHASHSEED"] = str(seed)
+
+
+def host_info() -> dict:
+    """Hostname, OS, CPU model and count, memory, and the GPUs NVML sees."""
+    import psutil
+
+    gpus = gpu_probe()
+    return {
+        "hostname": platform.node(),
+        "os": platform.platform(),
+        "python": platform.python_version(),
+        "cpu_model": cpu_name(),
+        "cpu_count": os.cpu_count(),
+        "cpu_affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "mem_total_mb": round(psutil.virtual_memory().total / 2**20),
+        "gpus": gpus.devices,
+        "gpu_status": gpus.summary() if not gpus.available else "ok",
+        "in_container": Path("/.dockerenv").exists(),
+    }
+
+
+def classify_failure(exc: BaseException) -> str:
+    """Map an exception to a schema failure cause."""
+    if isinstance(exc, NonFiniteLoss):
+        return "nan"
+    text = f"{type(exc).__name__} {exc}".lower()
+    if isinstance(exc, MemoryError) or "out of memory" in text or "resourceexhausted" in text:
+        return "oom"
+    return "crash"
+
+
+def start_monitor(out_dir: Path) -> subprocess.Popen:
+    """Launch the 1 s monitor beside this process, watching this process's tree."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "bench.monitor", "--pid", str(os.getpid()), "--out",
+         str(out_dir / schema.MONITOR_FILE)],
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def stop_monitor(proc: subprocess.Popen) -> None:
+    """Let the monitor finish its current sample and exit."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+def installed_packages() -> Dict[str, str]:
+    """Every distribution on sys.path (what `pip freeze` would list), read from its metadata files.
+
+    Read directly rather than through importlib.metadata, which CPython 3.6 does not have.
+    """
+    found = {}
+    for entry in sys.path:
+        folder = Path(entry or ".")
+        if not folder.is_dir():
+            continue
+        for meta in list(folder.glob("*.dist-info/METADATA")) + list(folder.glob("*.egg-info/PKG-INFO")):
+            name = version = None
+            try:
+                with open(str(meta), encoding="utf-8", errors="replace") as fh:
+                    for line in fh:
+                        if line.startswith("Name:") and name is None:
+                            name = line.split(":", 1)[1].strip()
+                        elif line.startswith("Version:") and version is None:
+                            version = line.split(":", 1)[1].strip()
+                        elif not line.strip():
+                            break  # the headers end at the first blank line
+            except OSError:
+                continue
+            if name and version:
+                found.setdefault(name.lower(), version)
+    return found
+
+
+def train(req: dict, data_dir: Path, out: Path, record: dict) -> None:
+    """Build and train; fill record's timing, results, model and device_used as they become known."""
+    wl = req["spec"]
+    t_setup = time.perf_counter()
+    data = prepared.load(data_dir, req["data"]["train_indices"], req["data"]["test_indices"])
+    if data.meta["arrays_sha256"] != req["data"]["arrays_sha256"]:
+        raise RuntimeError(f"the prepared data in {data_dir} has arrays_sha256 {data.meta['arrays_sha256']}, the "
+                           f"request was planned for {req['data']['arrays_sha256']}: plan the run again")
+    data = prepared.bind_roles(data, wl.get("arrays"))
+    record["dataset"].update(train_examples=int(len(data.y_train)), test_examples=int(len(data.y_test)))
+    fw = frameworks.load(req["framework"], req["era"])
+    env = record["environment"]
+    env["packages"] = installed_packages()
+    env["python"] = platform.python_version()
+    env["framework_build"] = fw.versions()  # what was imported, with the CUDA/cuDNN it was built for
+    env["framework_version"] = env["framework_build"].get(fw.PACKAGE)
+    trainer = fw.make_trainer(wl, data, req["device"], req["seed"])
+    record["model"]["trainable_params"] = int(trainer.param_count())
+    record["device_used"].update(trainer.info())
+    timing = record["timing"]
+    timing["setup_time_s"] = time.perf_counter() - t_setup
+    timing["training_time_s"] = 0.0
+    timing["eval_time_s"] = 0.0
+    timing["train_start_unix"] = time.time()
+    metrics = schema.MetricsWriter(out)
+    epochs = wl["training"]["epochs"]
+    try:
+        for epoch in range(1, epochs + 1):
+            t0 = time.perf_counter()
+            loss, train_acc = trainer.train_epoch()
+            trainer.synchronize()
+            t1 = time.perf_counter()
+            if not math.isfinite(loss):
+                raise NonFiniteLoss(f"loss is {loss} after epoch {epoch}")
+            test_acc = float(trainer.evaluate())
+            trainer.synchronize()
+            t2 = time.perf_counter()
+            timing["training_time_s"] += t1 - t0
+            timing["eval_time_s"] += t2 - t1
+            timing["train_end_unix"] = time.time()
+            metrics.write({
+                "epoch": epoch, "loss": float(loss),
+                "train_accuracy": None if train_acc is None else float(train_acc),
+                "test_accuracy": test_acc, "epoch_time_s": t1 - t0, "eval_time_s": t2 - t1,
+                "end_unix": timing["train_end_unix"],
+            })
+            record["results"].update(test_accuracy=test_acc, final_loss=float(loss), epochs_completed=epoch)
+            print(f"epoch {epoch}/{epochs}: loss {loss:.4f} test_accuracy {test_acc:.4f} "
+                  f"time {t1 - t0:.2f}s (+{t2 - t1:.2f}s eval)", flush=True)
+    finally:
+        metrics.close()
+
+
+def run(req: dict, out: Path, data_dir: Optional[Path] = None) -> int:
+    """Run a validated request into `out` (its data at data_dir, default the request's own path);
+    write run.json, ok or failed with its cause; return 0 if it succeeded, 1 if it failed."""
+    threads.pin(req["threads"])  # again, for callers that did not come through __main__
+    seed_everything(req["seed"])
+    out.mkdir(parents=True, exist_ok=True)
+    data_dir = Path(data_dir or req["data"]["path"])
+    record = schema.run_record(req, host=host_info())
+    record["dataset"]["path"] = str(data_dir)
+    monitor = start_monitor(out) if req["monitor"] else None
+    failure = None
+    try:
+        train(req, data_dir, out, record)
+    except Exception as exc:  # every failure is a result: recorded with its cause
+        traceback.print_exc()
+        failure = {"cause": classify_failure(exc), "message": f"{type(exc).__name__}: {exc}"[:2000]}
+    finally:
+        if monitor is not None:
+            stop_monitor(monitor)
+    t = record["timing"]
+    record["monitor"] = (summarize_monitor(out, t["train_start_unix"], t["train_end_unix"])
+                         if monitor is not None else {"disabled": True})
+    schema.write_run(out, schema.finish(record, failure))
+    return 0 if failure is None else 1
+
+
+def summarize_monitor(out: Path, t0: Optional[float], t1: Optional[float]) -> dict:
+    """Summary of monitor.csv over the training window, plus the GPU status line."""
+    summary = schema.summarize_monitor(list(schema.read_monitor(out)), t0, t1)
+    status = gpu_probe()
+    summary["gpu"] = status.summary() if not status.available else "measured"
+    return summary
+
+
+def main(request_path: Path, out: Path, data_dir: Optional[Path] = None) -> int:
+    """Read the request (a UsageError when it is bad), write its request.json beside the results
+    when `out` is another folder (so the run folder can always be run again), and run it."""
+    req = request.read(request_path)
+    out = Path(out)
+    if (out / schema.RUN_FILE).exists():
+        raise UsageError(f"{out} already holds a finished run (run.json)",
+                         "give --out a new folder to run this request again")
+    if Path(request_path).resolve() != (out / request.REQUEST_FILE).resolve():
+        request.write(out, req)
+    return run(req, out, data_dir)

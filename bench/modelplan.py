@@ -1,0 +1,264 @@
+"""The model plan: a workload spec's model validated and its shape math done once, framework-free.
+
+``plan(spec)`` checks spec['model'] against the layer types the framework modules translate and
+works out, for every layer, its input and output shape and, for convolutions and pools, the
+padding on each side (TensorFlow's 'same' rule: the extra row or column goes after). A framework
+module maps each planned layer to its own layer type and reads sizes from the plan instead of
+tracking shapes itself, so every framework builds the same model from the same numbers.
+
+Shapes are channels-last and batch-free: an image is (H, W, C), a sequence is its per-step
+features, a vector its features; token ids (what an embedding reads) have no features.
+CPython 3.6-clean, standard library only.
+"""
+
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple
+
+IMAGE, SEQUENCE, VECTOR, TOKENS = "image", "sequence", "vector", "tokens"
+
+# Keys that may stay None (not required): the activation (linear), a pool's stride (= its size) and
+# an LSTM's initial state (zeros; "encoder" = the encoder's final state, encoder-decoder models only).
+OPTIONAL_KEYS = {"activation", "stride", "initial_state"}
+# Keys each layer type accepts, with defaults (None = required unless in OPTIONAL_KEYS). Anything else is a spec error:
+# silently ignoring a key would let two frameworks build different models from one spec.
+LAYER_KEYS = {
+    "conv2d": {"filters": None, "kernel": None, "activation": None, "padding": "valid", "stride": 1},
+    "maxpool2d": {"pool": None, "stride": None, "padding": "valid"},  # stride None = pool (no overlap)
+    "dropout": {"rate": None},
+    "flatten": {},
+    "dense": {"units": None, "activation": None},
+    "embedding": {"input_dim": None, "output_dim": None},
+    "lstm": {"units": None, "use_lengths": False, "return_sequences": False, "initial_state": None},
+}
+HIDDEN_ACTIVATIONS = (None, "linear", "relu", "tanh", "sigmoid")
+# The loss a spec names -> (label kind, the output activation the loss absorbs).
+# "sequence": integer labels at every time step (N, T), logits (N, T, classes); the loss and the
+# accuracy count only each row's first y_len steps (all steps when the data has no y_len), and
+# both are means over counted tokens (token-level accuracy, as the paper reports for PTB).
+LOSSES = {
+    "categorical_crossentropy": ("categorical", "softmax"),
+    "binary_crossentropy": ("binary", "sigmoid"),
+    "sparse_categorical_crossentropy": ("sequence", "softmax"),
+}
+ARCHITECTURES = ("stack", "encoder_decoder")
+
+
+class SpecError(ValueError):
+    """The workload spec asks for something the framework modules do not translate."""
+
+
+class Shape(NamedTuple):
+    """A batch-free tensor shape: kind (image, sequence, vector or tokens) and its dims."""
+
+    kind: str
+    dims: Tuple[int, ...]  # (H, W, C) for an image, (features,) for a sequence step or a vector, () for tokens
+
+    @property
+    def features(self) -> int:
+        """The last axis: channels of an image, features of a sequence step or a vector."""
+        return self.dims[-1]
+
+    @property
+    def size(self) -> int:
+        """Numbers per example (a flattened image's length)."""
+        n = 1
+        for d in self.dims:
+            n *= d
+        return n
+
+
+class Pads(NamedTuple):
+    """Zeros (or -inf for a pool) added on each side of an image before a conv or pool."""
+
+    top: int
+    bottom: int
+    left: int
+    right: int
+
+    @property
+    def symmetric(self) -> bool:
+        """Whether a framework's own symmetric `padding=(top, left)` argument gives the same result."""
+        return self.top == self.bottom and self.left == self.right
+
+
+class Layer:
+    """One planned layer: the spec's layer with defaults filled in (read it like a dict), its
+    position, input and output shapes, and (conv2d, maxpool2d) the padding on each side."""
+
+    def __init__(self, index: int, spec: Dict[str, Any], input: Shape, output: Shape,
+                 pads: Optional[Pads] = None) -> None:
+        self.index = index
+        self.spec = spec
+        self.input = input
+        self.output = output
+        self.pads = pads
+
+    @property
+    def type(self) -> str:
+        """The layer type (conv2d, maxpool2d, dropout, flatten, dense, embedding, lstm)."""
+        return self.spec["type"]
+
+    def __getitem__(self, key: str) -> Any:
+        return self.spec[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """spec.get(key, default)."""
+        return self.spec.get(key, default)
+
+    def __repr__(self) -> str:
+        return f"Layer({self.index}, {self.type}, {self.input} -> {self.output}, pads={self.pads})"
+
+
+class ModelPlan:
+    """The layers to build, with shapes, and how the final activation is folded into the loss.
+
+    An encoder-decoder model (architecture "encoder_decoder") runs `encoder` over x (reading len)
+    and `layers` over x_dec; the encoder's last LSTM's final (h, c), taken at each sequence's last
+    real step, is the initial state of the decoder LSTM marked initial_state = "encoder". The last
+    layer is dense without activation: its softmax or sigmoid is applied inside the loss.
+    """
+
+    def __init__(self, layers: List[Layer], kind: str, input_shape: Optional[Tuple[int, ...]],
+                 encoder: Optional[List[Layer]] = None) -> None:
+        self.layers = layers
+        self.kind = kind  # "categorical" (integer labels, logits per class), "binary" (one logit) or "sequence"
+        self.input_shape = input_shape  # (H, W, C) for images, None for token sequences
+        self.encoder = encoder
+
+    @property
+    def all_layers(self) -> List[Layer]:
+        """Encoder layers (if any), then the main stack's."""
+        return (self.encoder or []) + self.layers
+
+    @property
+    def lstm_units(self) -> List[int]:
+        """Units of every LSTM layer, encoder first (each adds 4 x units as a second bias in cuDNN style)."""
+        return [layer["units"] for layer in self.all_layers if layer.type == "lstm"]
+
+
+def window(size: int, kernel: int, stride: int, padding: str) -> Tuple[int, int, int]:
+    """(output size, padding before, padding after) of a conv or pool along one axis.
+
+    'valid': no padding, floor((size - window) / stride) + 1. 'same': TensorFlow's rule,
+    ceil(size / stride) outputs, total padding max((out - 1) * stride + window - size, 0), the
+    smaller half before (so with stride > 1 or an even window the extra one goes after).
+    """
+    if padding == "valid":
+        return (size - kernel) // stride + 1, 0, 0
+    out = -(-size // stride)
+    total = max((out - 1) * stride + kernel - size, 0)
+    return out, total // 2, total - total // 2
+
+
+def plan(spec: dict) -> ModelPlan:
+    """Validate spec['model'] and the loss, and plan every layer's shapes and padding."""
+    loss = spec["training"]["loss"]
+    if loss not in LOSSES:
+        raise SpecError(f"unsupported loss '{loss}'; supported: {', '.join(LOSSES)}")
+    kind, out_activation = LOSSES[loss]
+    model = spec["model"]
+    architecture = model.get("architecture", "stack")
+    if architecture not in ARCHITECTURES:
+        raise SpecError(f"unsupported architecture {architecture!r}; supported: {', '.join(ARCHITECTURES)}")
+    raw = _layer_list(model.get("layers") or [], "layer")
+    encoder_decoder = architecture == "encoder_decoder"
+    raw_encoder = _layer_list(model.get("encoder") or [], "encoder layer") if encoder_decoder else None
+    last = raw[-1] if raw else {}
+    if last.get("type") != "dense" or last.get("activation") not in (out_activation, None, "linear"):
+        raise SpecError(f"the last layer must be dense with activation {out_activation} for loss {loss}")
+    for i, layer in enumerate(raw[:-1]):
+        if layer.get("activation") not in HIDDEN_ACTIVATIONS:
+            raise SpecError(f"layer {i}: activation {layer['activation']!r} only allowed on the output layer")
+    expected_units = 1 if kind == "binary" else model["num_classes"]
+    if last["units"] != expected_units:
+        raise SpecError(f"the output layer has {last['units']} units, the loss needs {expected_units}")
+    lstms = [layer for layer in raw if layer["type"] == "lstm"]
+    if kind == "sequence" and not all(layer["return_sequences"] for layer in lstms):
+        raise SpecError(f"loss {loss} predicts every step: every LSTM needs return_sequences = true")
+    _check_initial_states(raw_encoder, lstms)
+    raw[-1] = dict(last, activation=None)
+    image = model.get("input_shape")
+    input_shape = tuple(image) if image else None
+    first = Shape(IMAGE, input_shape) if input_shape else Shape(TOKENS, ())
+    encoder = _shapes(raw_encoder, Shape(TOKENS, ())) if raw_encoder is not None else None
+    return ModelPlan(_shapes(raw, first), kind, input_shape, encoder)
+
+
+def _shapes(layers: List[dict], shape: Shape) -> List[Layer]:
+    """Each layer with its input and output shape (and padding), in order."""
+    planned = []
+    for i, layer in enumerate(layers):
+        out, pads = _output(layer, shape, i)
+        planned.append(Layer(i, layer, shape, out, pads))
+        shape = out
+    return planned
+
+
+def _output(layer: dict, shape: Shape, i: int) -> Tuple[Shape, Optional[Pads]]:
+    kind = layer["type"]
+    if kind in ("conv2d", "maxpool2d"):
+        h, w, c = _need(shape, IMAGE, i, kind).dims
+        size = layer["kernel"] if kind == "conv2d" else layer["pool"]
+        (h, top, bottom), (w, left, right) = (window(n, size, layer["stride"], layer["padding"]) for n in (h, w))
+        channels = layer["filters"] if kind == "conv2d" else c
+        if h < 1 or w < 1:
+            raise SpecError(f"layer {i}: {kind} leaves no output (input {shape.dims})")
+        return Shape(IMAGE, (h, w, channels)), Pads(top, bottom, left, right)
+    if kind == "flatten":
+        return Shape(VECTOR, (_need(shape, IMAGE, i, kind).size,)), None
+    if kind == "dense":
+        if shape.kind not in (SEQUENCE, VECTOR):  # on a sequence it maps the last axis: every time step
+            raise SpecError(f"layer {i}: dense needs flat input (add a flatten; got {shape.kind} {shape.dims})")
+        return Shape(shape.kind, (layer["units"],)), None
+    if kind == "embedding":
+        return Shape(SEQUENCE, (layer["output_dim"],)), None
+    if kind == "lstm":
+        _need(shape, SEQUENCE, i, kind)
+        return Shape(SEQUENCE if layer["return_sequences"] else VECTOR, (layer["units"],)), None
+    return shape, None  # dropout
+
+
+def _need(shape: Shape, kind: str, i: int, layer_type: str) -> Shape:
+    if shape.kind != kind:
+        raise SpecError(f"layer {i}: {layer_type} needs {'an' if kind == IMAGE else 'a'} {kind} input "
+                        f"(got {shape.kind} {shape.dims})")
+    return shape
+
+
+def _layer_list(raw_layers: List[dict], what: str) -> List[Dict[str, Any]]:
+    """Each layer of a list validated against LAYER_KEYS, with its defaults filled in."""
+    layers = []
+    for i, raw in enumerate(raw_layers):
+        kind_of = raw.get("type")
+        if kind_of not in LAYER_KEYS:
+            raise SpecError(f"{what} {i}: unsupported type {kind_of!r}; supported: {', '.join(LAYER_KEYS)}")
+        allowed = LAYER_KEYS[kind_of]
+        unknown = set(raw) - set(allowed) - {"type"}
+        if unknown:
+            raise SpecError(f"{what} {i} ({kind_of}): unknown keys {sorted(unknown)}")
+        layer = dict(allowed, type=kind_of)
+        layer.update(raw)
+        missing = [k for k, v in allowed.items() if v is None and k not in OPTIONAL_KEYS and layer[k] is None]
+        if missing:
+            raise SpecError(f"{what} {i} ({kind_of}): missing {missing}")
+        if kind_of == "maxpool2d" and layer["stride"] is None:
+            layer["stride"] = layer["pool"]
+        if layer.get("padding") not in (None, "valid", "same"):
+            raise SpecError(f"{what} {i} ({kind_of}): padding must be 'valid' or 'same'")
+        layers.append(layer)
+    return layers
+
+
+def _check_initial_states(encoder: Optional[List[dict]], decoder_lstms: List[dict]) -> None:
+    """An encoder-decoder hands over exactly one state: encoder's last LSTM -> one decoder LSTM."""
+    takers = [layer for layer in decoder_lstms if layer["initial_state"] is not None]
+    if any(layer["initial_state"] != "encoder" for layer in takers):
+        raise SpecError("an LSTM's initial_state may only be \"encoder\"")
+    if encoder is None:
+        if takers:
+            raise SpecError('initial_state = "encoder" needs architecture = "encoder_decoder"')
+        return
+    enc_lstms = [layer for layer in encoder if layer["type"] == "lstm"]
+    if not enc_lstms or encoder[-1]["type"] != "lstm" or encoder[-1]["return_sequences"]:
+        raise SpecError("the encoder must end with an LSTM that returns its final state (return_sequences = false)")
+    if len(takers) != 1 or takers[0]["units"] != encoder[-1]["units"]:
+        raise SpecError('exactly one decoder LSTM needs initial_state = "encoder", with the encoder LSTM\'s units')

@@ -1,0 +1,142 @@
+"""The prepared-data format: framework-neutral arrays every framework reads.
+
+data/prepare.py writes it; the entrypoint reads it, inside or outside a container. A prepared
+dataset is a folder with:
+
+- ``arrays.npz``: x_train, y_train, x_test, y_test (+ len_train, len_test for sequences)
+    images:    x uint8 (N, H, W, C), y int64 (N,)
+    sequences: x int32 (N, maxlen) post-padded with 0, len int32 (N,) real lengths, y int64 (N,)
+    seq2seq / language models add their own keys, named in meta.json; a workload's [arrays]
+    table says which of them play which role (bind_roles).
+- ``meta.json``: {"format_version", "dataset", "source" ("real" | "synthetic"), "arrays_sha256",
+    "num_classes", "keys", "raw_files": {name: sha256}, ...}
+
+A run identifies its data by arrays_sha256; its request names the rows of a subset (the host
+picks them: campaign/requests.py), so this reader needs no random generator.
+
+CPython 3.6-clean, standard library and NumPy >= 1.14 only: data/ writes the format on the host,
+and the entrypoint reads it inside images of every era.
+"""
+
+import json
+from pathlib import Path
+from typing import Dict, Optional, Sequence
+
+import numpy as np
+
+from bench.errors import UsageError
+
+FORMAT_VERSION = 1
+ARRAYS_FILE = "arrays.npz"
+META_FILE = "meta.json"
+SOURCES = ("real", "synthetic")
+
+
+def check_source(source: str) -> str:
+    """Return source if it is a known data source, else raise a UsageError naming the choices."""
+    if source not in SOURCES:
+        raise UsageError(f"unknown data source '{source}'", f"choose from: {', '.join(SOURCES)} (DATA=...)")
+    return source
+
+
+def prepared_dir(root: Path, dataset: str, source: str = "real") -> Path:
+    """Where a prepared dataset lives: <root>/prepared/<dataset> or <dataset>-synthetic."""
+    check_source(source)
+    return Path(root) / "prepared" / (dataset if source == "real" else f"{dataset}-synthetic")
+
+
+class PreparedData:
+    """Arrays of one dataset split into train and test, plus its meta.json."""
+
+    def __init__(self, meta: dict, train: Optional[Dict[str, np.ndarray]] = None,
+                 test: Optional[Dict[str, np.ndarray]] = None) -> None:
+        self.meta = meta
+        self.train = {} if train is None else train
+        self.test = {} if test is None else test
+
+    def __getattr__(self, name: str) -> np.ndarray:
+        # x_train, y_test, len_train, ...: shorthand for the split dicts.
+        for suffix, split in (("_train", "train"), ("_test", "test")):
+            if name.endswith(suffix) and split in self.__dict__:
+                return self.__dict__[split][name[: -len(suffix)]]
+        raise AttributeError(name)
+
+
+def read_meta(folder: Path) -> dict:
+    """meta.json of a prepared dataset, or a UsageError saying how to make it."""
+    folder = Path(folder)
+    path = folder / META_FILE
+    if not path.exists() or not (folder / ARRAYS_FILE).exists():
+        raise UsageError(
+            f"prepared data not found in {folder}",
+            "run 'make download' for the real datasets (or 'make demo' for synthetic data)",
+        )
+    meta = json.loads(path.read_text())
+    if meta.get("format_version") != FORMAT_VERSION:
+        raise UsageError(
+            f"{path} has format_version {meta.get('format_version')!r}, this kit reads {FORMAT_VERSION}",
+            "delete the folder and run 'make download' again",
+        )
+    return meta
+
+
+def split_sizes(folder: Path) -> Dict[str, int]:
+    """Examples per split, {"train": n, "test": n}: the length of y_<split> (what subsets index)."""
+    with np.load(str(Path(folder) / ARRAYS_FILE)) as npz:
+        return {split: int(len(npz["y_" + split])) for split in ("train", "test")}
+
+
+def load(folder: Path, train_indices: Optional[Sequence[int]] = None,
+         test_indices: Optional[Sequence[int]] = None) -> PreparedData:
+    """Load a prepared dataset; keep only the given rows of each split (None = the whole split)."""
+    folder = Path(folder)
+    meta = read_meta(folder)
+    data = PreparedData(meta=meta)
+    with np.load(str(folder / ARRAYS_FILE)) as npz:
+        for split, rows in (("train", train_indices), ("test", test_indices)):
+            keys = [key for key in npz.files if key.endswith("_" + split)]
+            n = len(npz["y_" + split])
+            idx = None if rows is None else np.asarray(rows, dtype=np.int64)
+            if idx is not None and len(idx) and (idx.min() < 0 or idx.max() >= n):
+                raise UsageError(
+                    f"the run request selects rows outside the {n} {split} examples of {folder}",
+                    "plan the run again against this prepared dataset (its arrays changed)")
+            for key in keys:
+                arr = npz[key]
+                # Only per-example arrays are subset; others (PTB's token stream) are kept whole.
+                getattr(data, split)[key[: -len(split) - 1]] = arr if idx is None or len(arr) != n else arr[idx]
+    return data
+
+
+# The roles a framework module reads (bench/frameworks/common.py ROLES), each by default the
+# prepared array of the same name.
+ROLES = ("x", "len", "x_dec", "y", "y_len")
+
+
+def bind_roles(data: PreparedData, arrays: Optional[Dict[str, str]]) -> PreparedData:
+    """The arrays each split holds under their role names, as a workload's [arrays] table maps them.
+
+    Roles the table does not name keep their own name (x, len, y, ...); arrays that play no role
+    (PTB's whole token streams) are dropped, so frameworks see exactly what they train on.
+    """
+    mapping = {role: role for role in ROLES}
+    mapping.update(arrays or {})
+    unknown = set(mapping) - set(ROLES)
+    if unknown:
+        raise UsageError(
+            f"the workload's [arrays] table names unknown roles {sorted(unknown)}",
+            f"use only {', '.join(ROLES)}",
+        )
+    bound = PreparedData(meta=data.meta)
+    for split in ("train", "test"):
+        held = getattr(data, split)
+        for role, name in mapping.items():
+            if name in held:
+                getattr(bound, split)[role] = held[name]
+            elif name != role:
+                raise UsageError(
+                    f"prepared dataset {data.meta.get('dataset', '?')} has no array '{name}_{split}' "
+                    f"(the workload reads it as '{role}')",
+                    "prepare the dataset again with this kit version: make download (or DATA=synthetic)",
+                )
+    return bound

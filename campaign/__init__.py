@@ -1,0 +1,8 @@
+"""Host tooling that decides what runs and where: nothing here enters an image.
+
+specs (workload specs, campaign/workloads/*.toml, and the campaign targets, targets.toml),
+requests (one run resolved into its run request), plan (the matrix, the planned runs, the campaign
+folder's settings), execute (run what is missing, publish each run folder atomically), runners
+(local virtual environments, docker containers), preflight (can this host's GPUs run an image's
+CUDA), and benchmarks of the kit itself (overhead, epochtimes). Command line: `python -m campaign`.
+"""

@@ -1,0 +1,138 @@
+"""Campaigns: frameworks x workloads x repeats on one device, planned into run requests.
+
+Every run is resolved into its request (campaign/requests.py) before anything runs; its id is a
+hash of the request's identity (framework, environment, resolved workload spec, dataset hash,
+device, seed, repeat: bench/request.py), so a reordered framework list or a resumed campaign finds
+the same ids. Running them is campaign/execute.py.
+
+A campaign folder holds runs of one profile, data source and thread count (campaign.json records
+them on first use): resuming it with others would mix them in one report as if they were repeats.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench import atomic, frameworks, prepared
+from bench.errors import UsageError
+from campaign import requests, specs
+from campaign.runners import Runner
+
+SETTINGS_FILE = "campaign.json"
+# campaign.json key -> the make variable that sets it (for the error that names the fix).
+SETTING_VARS = {"profile": "PROFILE", "data": "DATA", "threads": "THREADS"}
+DEVICES = ("cpu", "gpu")
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """What the user asked for, validated."""
+
+    frameworks: tuple[str, ...]
+    workloads: tuple[str, ...]
+    device: str
+    profile: str
+    repeats: int
+    data_source: str
+    seed: int = 0
+    era: str = "current"
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """One run of the matrix: its request and a label for progress lines."""
+
+    request: dict
+    label: str
+
+    @property
+    def run_id(self) -> str:
+        """The run's content-derived id (its folder's name)."""
+        return self.request["run_id"]
+
+
+def parse_repeats(text: str) -> int:
+    """REPEATS as a positive integer, or a UsageError."""
+    try:
+        value = int(str(text).strip())
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise UsageError(f"REPEATS must be a positive whole number, got '{text}'", "set e.g. REPEATS=5")
+    return value
+
+
+def build_matrix(
+    framework_names: list[str], workload_names: list[str], device: str, profile: str,
+    repeats: str | int, data_source: str, seed: int = 0, era: str = "current",
+) -> Matrix:
+    """Validate every input before anything runs; order-independent (names are sorted, deduplicated)."""
+    if not framework_names:
+        have = ", ".join(frameworks.known_frameworks(era)) or "none"
+        raise UsageError("no framework given", f"set FRAMEWORKS to some of: {have}")
+    if not workload_names:
+        raise UsageError("no workload given", f"set WORKLOADS to some of: {', '.join(specs.known_workloads())}")
+    for name in framework_names:
+        frameworks.check_name(name, era)
+    for name in workload_names:
+        specs.load(name, profile)  # raises for an unknown workload or profile
+    if device not in DEVICES:
+        raise UsageError(f"unknown device '{device}'", "choose cpu or gpu (DEVICE=...)")
+    prepared.check_source(data_source)
+    return Matrix(
+        tuple(sorted(set(framework_names))), tuple(sorted(set(workload_names))), device, profile,
+        parse_repeats(repeats), data_source, seed, era,
+    )
+
+
+def datasets_needed(workload_names: list[str]) -> list[str]:
+    """The datasets a list of workloads reads."""
+    return sorted({specs.load(w)["dataset"] for w in workload_names})
+
+
+def check_settings(campaign_dir: Path, wanted: dict) -> None:
+    """Stop when the campaign folder's recorded settings (campaign.json) differ from `wanted`: its
+    runs would be reported beside the earlier ones as repeats of one thing. No record: nothing to check."""
+    path = campaign_dir / SETTINGS_FILE
+    if not path.exists():
+        return
+    try:
+        have = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{path} is unreadable ({exc})", "restore it, or choose another CAMPAIGN name") from None
+    differ = [key for key in SETTING_VARS if have.get(key) != wanted[key]]
+    if differ:
+        was = " ".join(f"{SETTING_VARS[k]}={have.get(k)}" for k in differ)
+        now = " ".join(f"{SETTING_VARS[k]}={wanted[k]}" for k in differ)
+        raise UsageError(f"campaign folder {campaign_dir} holds runs made with {was}, not {now}",
+                         f"resume it with {was}, or choose another CAMPAIGN name")
+
+
+def plan(matrix: Matrix, runner: Runner, campaign: str, campaign_dir: Path, data_root: Path,
+         threads: int | None) -> list[PlannedRun]:
+    """Check the settings and the data, prepare every environment, and resolve every run's request,
+    in a stable order."""
+    settings = {"profile": matrix.profile, "data": matrix.data_source, "threads": threads}
+    check_settings(campaign_dir, settings)
+    data = {name: requests.find_dataset(data_root, name, matrix.data_source)
+            for name in datasets_needed(list(matrix.workloads))}
+    environments = {}
+    for fw in matrix.frameworks:
+        print(f"environment for {fw} ({runner.name} runner) ...", flush=True)
+        environments[fw] = runner.prepare(fw)
+    runs = []
+    for wl_name in matrix.workloads:
+        spec = specs.load(wl_name, matrix.profile)
+        for fw in matrix.frameworks:
+            for repeat in range(1, matrix.repeats + 1):
+                req = requests.resolve(
+                    framework=fw, era=matrix.era, workload=wl_name, profile=matrix.profile, spec=spec,
+                    dataset=data[spec["dataset"]], device=matrix.device, threads=threads,
+                    seed=matrix.seed + repeat - 1, repeat=repeat, campaign=campaign, runner=runner.name,
+                    environment=environments[fw])
+                runs.append(PlannedRun(req, f"{fw} {wl_name} {matrix.device} repeat {repeat}"))
+    if not (campaign_dir / SETTINGS_FILE).exists():
+        atomic.write_text(campaign_dir / SETTINGS_FILE, json.dumps(settings, sort_keys=True) + "\n")
+    return runs

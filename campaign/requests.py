@@ -1,0 +1,74 @@
+"""Resolving one run into its run request (bench/request.py): everything decided here, on the host.
+
+The entrypoint inside an image reads only the request, so whatever needs the host's libraries is
+settled here: the workload spec resolved against a profile (TOML, campaign/specs.py), the rows of
+a subset (NumPy's current generator), and the prepared dataset's identity.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from bench import prepared, request
+from bench.errors import UsageError
+
+# Subsets are drawn with this fixed seed so every framework and repeat sees the same examples.
+SUBSET_SEED = 0
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """A prepared dataset as a request names it: where it is, its hash, and its split sizes."""
+
+    name: str
+    source: str
+    folder: Path
+    arrays_sha256: str
+    sizes: dict[str, int]
+
+
+@dataclass(frozen=True)
+class Environment:
+    """What a runner prepared for a framework: its identity (lock sha256 or image id) and, for
+    containers, the image digest run.json records."""
+
+    env_id: str
+    image_digest: str | None = None
+
+
+def subset_indices(n: int, k: int | None) -> list[int] | None:
+    """Sorted rows of a fixed-seed subset of k of n examples; None for the whole split."""
+    if k is None or k >= n:
+        return None
+    return np.sort(np.random.default_rng(SUBSET_SEED).permutation(n)[:k]).tolist()
+
+
+def find_dataset(data_root: Path, name: str, source: str) -> Dataset:
+    """The prepared dataset `name` of `source` under data_root, or a UsageError naming how to make it."""
+    folder = prepared.prepared_dir(data_root, name, source)
+    try:
+        meta = prepared.read_meta(folder)
+    except UsageError:
+        fix = (f"run 'make download DATASETS={name}'" if source == "real"
+               else f"run 'python -m data synthetic --datasets {name}' (make demo does it)")
+        raise UsageError(f"dataset '{name}' ({source}) is not prepared in {folder}", fix) from None
+    return Dataset(name, source, folder.resolve(), meta["arrays_sha256"], prepared.split_sizes(folder))
+
+
+def resolve(*, framework: str, era: str, workload: str, profile: str, spec: dict, dataset: Dataset, device: str,
+            threads: int | None, seed: int, repeat: int, campaign: str, runner: str, environment: Environment,
+            monitor: bool = True) -> dict:
+    """The run request of one run (validated, with its run_id)."""
+    data = {
+        "dataset": dataset.name, "source": dataset.source, "arrays_sha256": dataset.arrays_sha256,
+        "path": str(dataset.folder),
+        "train_indices": subset_indices(dataset.sizes["train"], spec["data"].get("train_subset")),
+        "test_indices": subset_indices(dataset.sizes["test"], spec["data"].get("test_subset")),
+    }
+    return request.make(
+        framework=framework, era=era, workload=workload, profile=profile, spec=spec, data=data, device=device,
+        threads=threads, seed=seed, repeat=repeat, campaign=campaign, runner=runner, env_id=environment.env_id,
+        image_digest=environment.image_digest, monitor=monitor)

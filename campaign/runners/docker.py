@@ -1,0 +1,168 @@
+"""The docker runner: each run in a fresh container of its framework's image, locked down.
+
+A run's container: no network (network_mode none), the prepared dataset mounted read-only at
+/data, the run folder mounted writable at /out, a non-root user (the host user's uid:gid when
+the host user is not root, so the files are theirs; else the image's user 10001, with the run
+folder lent to it for the run and given back to root after), the image's entrypoint
+(`python -m bench run`) on the request.json in /out, with --data /data. The request names the
+image by id and digest (the runner's prepare), so run.json records it. GPU runs get the GPUs
+through an NVIDIA device request with the `compute` capability (the CUDA driver library) and
+`utility` (NVML, for the monitor inside).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from pathlib import Path
+
+from bench import schema
+from bench.errors import UsageError
+from campaign import preflight
+from campaign.requests import Environment
+from campaign.runners import Outcome, entrypoint_args
+from images import build as images
+
+DATA_MOUNT = Path("/data")
+OUT_MOUNT = Path("/out")
+IMAGE_UID = 10001  # the image's own non-root user (see images/<era>.Dockerfile)
+
+
+def container_user() -> tuple[int, int]:
+    """uid, gid the container runs as: the host user's, unless that is root."""
+    uid, gid = os.getuid(), os.getgid()
+    return (uid, gid) if uid != 0 else (IMAGE_UID, IMAGE_UID)
+
+
+def container_config(request: dict, run_dir: Path, user: tuple[int, int]) -> dict:
+    """Keyword arguments of docker's containers.create for one run (also what the tests inspect)."""
+    from docker.types import DeviceRequest
+
+    config = {
+        "image": request["environment"]["env_id"], "command": entrypoint_args(OUT_MOUNT, DATA_MOUNT),
+        "user": f"{user[0]}:{user[1]}", "network_mode": "none",
+        "volumes": {request["data"]["path"]: {"bind": str(DATA_MOUNT), "mode": "ro"},
+                    str(run_dir): {"bind": str(OUT_MOUNT), "mode": "rw"}},
+        # Any uid must find a writable home (Keras, Theano and matplotlib write caches there).
+        "environment": {"HOME": "/tmp", "PYTHONUNBUFFERED": "1"},
+        "labels": {"org.dlrepro.run-id": request["run_id"], "org.dlrepro.campaign": request["campaign"]},
+        "detach": True, "stdin_open": False, "tty": False,
+        "security_opt": ["no-new-privileges"], "cap_drop": ["ALL"],
+    }
+    if request["device"] == "gpu":
+        config["device_requests"] = [DeviceRequest(count=-1, capabilities=[["gpu", "compute", "utility"]])]
+    return config
+
+
+def _lend(path: Path, user: tuple[int, int]) -> None:
+    # Only a root host runs containers as another uid than its own: give that uid the run folder.
+    if os.getuid() == 0 and user[0] != 0:
+        os.chown(path, *user)
+
+
+def _reclaim(path: Path) -> None:
+    if os.getuid() != 0:
+        return
+    for root, dirs, files in os.walk(path):
+        for name in [*dirs, *files]:
+            os.lchown(os.path.join(root, name), 0, 0)
+    os.chown(path, 0, 0)
+
+
+def _kill(container) -> None:
+    from docker.errors import APIError
+
+    try:
+        container.kill()
+    except APIError:
+        pass  # it ended on its own meanwhile
+
+
+def _pump_logs(container, log_path: Path) -> threading.Thread:
+    """Copy the container's output into log.txt, echoing epoch lines like the local runner."""
+
+    def pump() -> None:
+        pending = b""
+        with open(log_path, "ab") as log:
+            for chunk in container.logs(stream=True, follow=True, stdout=True, stderr=True):
+                log.write(chunk)
+                log.flush()
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    if line.startswith(b"epoch "):
+                        sys.stdout.write("    " + line.decode(errors="replace") + "\n")
+                        sys.stdout.flush()
+
+    thread = threading.Thread(target=pump, daemon=True)
+    thread.start()
+    return thread
+
+
+def _cuda_of(image) -> str | None:
+    return (image.labels or {}).get(f"{images.LABEL_PREFIX}cuda") or None
+
+
+def host_gpu(docker_client) -> preflight.HostGpu:
+    """What the engine and the host's driver offer, for the GPU pre-flight."""
+    from bench.gpu import probe  # the payload's NVML probe, run here on the host
+
+    info = docker_client.info()
+    runtime = "nvidia" in (info.get("Runtimes") or {}) or bool(info.get("CDISpecDirs"))
+    status = probe()
+    return preflight.HostGpu(
+        nvidia_runtime=runtime, driver=status.driver,
+        compute_capabilities=tuple(d["compute_capability"] for d in status.devices if d.get("compute_capability")),
+        gpu_names=tuple(d["name"] for d in status.devices if d.get("compute_capability")),
+    )
+
+
+class DockerRunner:
+    """Builds or reuses each framework's image, and runs each run in its own container."""
+
+    name = "docker"
+
+    def __init__(self, device: str = "cpu", era: str = "current", docker_client=None) -> None:
+        self.device, self.era = device, era
+        self.client = docker_client or images.client()
+        self._images: dict[str, object] = {}
+
+    def prepare(self, framework: str) -> Environment:
+        """Build (first use) or reuse the image; for GPU campaigns run the pre-flight; return its id and digest."""
+        spec = images.ImageSpec(framework, self.era, "gpu" if self.device == "gpu" else "cpu")
+        image = images.build(self.client, spec, os.environ.get(images.BASE_IMAGE_VAR) or None)
+        if self.device == "gpu":
+            preflight.check(host_gpu(self.client), _cuda_of(image), images.tag(spec, None))
+        self._images[framework] = image
+        return Environment(image.id, images.digest(image))
+
+    def launch(self, request: dict, run_dir: Path, timeout_s: float | None) -> Outcome:
+        """Run one container to completion; kill it on timeout or when the campaign is stopped."""
+        if request["framework"] not in self._images:
+            raise UsageError(f"no image prepared for {request['framework']}", "call prepare() before launch()")
+        user = container_user()
+        _lend(run_dir, user)
+        container = self.client.containers.create(**container_config(request, run_dir, user))
+        log = None
+        try:
+            container.start()
+            log = _pump_logs(container, run_dir / schema.LOG_FILE)
+            try:
+                status = container.wait(timeout=timeout_s)["StatusCode"]
+            except Exception as exc:  # requests' ReadTimeout: the run outlived its limit
+                if "timed out" not in str(exc).lower() and "timeout" not in type(exc).__name__.lower():
+                    raise
+                _kill(container)
+                container.wait()
+                return Outcome(-9, timed_out=True)
+            # A process killed by a signal exits 128 + signal in a container; the local runner sees -signal.
+            return Outcome(-(status - 128) if status > 128 else status)
+        except BaseException:
+            _kill(container)  # Ctrl-C or an error in the campaign: take the run down with us
+            raise
+        finally:
+            if log is not None:
+                log.join(timeout=10)
+            container.remove(force=True)
+            _reclaim(run_dir)

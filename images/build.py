@@ -1,0 +1,422 @@
+"""Framework images: which files make one, its tag and labels, and building, pushing and pulling it.
+
+An image is the era's Dockerfile (``images/<era>.Dockerfile``) built for one framework over a
+context this module assembles:
+
+    Dockerfile                   images/<era>.Dockerfile
+    install-lock.sh              images/common/install-lock.sh
+    lock/requirements.txt        images/<framework>/<era>/requirements.txt (requirements-gpu.txt for gpu)
+    lock/build-requirements.txt  (when the lock has one) and lock/pip-install-args
+    build-inputs/certs/*.crt     optional extra CA certificates (empty when none)
+    build-inputs/wheels/*.whl    optional local wheelhouse, only the files the lock names (empty when none)
+    bench/                       the in-image payload: bench/ without other eras' framework modules
+
+The framework's Debian packages (images/frameworks.toml) are build arguments; the labels are set
+here (``labels``) and nowhere else. Its tag, ``dlrepro/<framework>:<era>-<variant>-<12 hex>``, is a
+hash of everything that decides the image's content (Dockerfile, install script, lock files, the
+packages, the payload, the base image reference), so an unchanged image is reused and a changed
+input builds a new one; host code (campaign/, images/, data/, analysis/) never enters an image and
+never changes a tag. The build inputs are left out of that hash on purpose: the lock's hashes
+decide what gets installed, wherever pip finds it.
+
+The base image must be pinned: the Dockerfile's default is a digest, and a base given by tag
+(BASE_IMAGE=dlrepro/base:bookworm, e.g. made by images/base/make-base.sh) is resolved to the
+local image's id before the build, so every build names its base by digest.
+
+Environment variables read at build time (never written into the repository):
+DLREPRO_CA_CERTS (':'-separated certificate files; default the first of PIP_CERT,
+REQUESTS_CA_BUNDLE, SSL_CERT_FILE that exists), DLREPRO_WHEELHOUSE (':'-separated folders;
+default PIP_FIND_LINKS and --find-links folders in DLREPRO_PIP_ARGS), PIP_INDEX_URL and
+PIP_EXTRA_INDEX_URL (passed to the install stage only), DLREPRO_BUILD_NETWORK (the build's
+network mode, default host: the build's pip then reaches what the host reaches).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shlex
+import shutil
+import sys
+import tempfile
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.errors import UsageError
+from bench.frameworks import ERAS
+from images import envs
+
+REPO = envs.REPO_ROOT
+IMAGES = envs.IMAGES_DIR
+PAYLOAD = REPO / "bench"
+INSTALL_SCRIPT = IMAGES / "common" / "install-lock.sh"
+FRAMEWORKS_FILE = IMAGES / "frameworks.toml"
+REPOSITORY = "dlrepro"
+VARIANTS = ("cpu", "gpu")
+LABEL_PREFIX = "org.dlrepro."
+BASE_IMAGE_VAR = "BASE_IMAGE"
+_PINNED = re.compile(r"(^sha256:[0-9a-f]{64}$)|(@sha256:[0-9a-f]{64}$)")
+_BASE_ARG = re.compile(r"^ARG BASE_IMAGE=(\S+)", re.MULTILINE)
+
+
+def era_packages() -> dict:
+    """images/frameworks.toml: per era its Debian packages ("apt") and, per framework, its own."""
+    with open(FRAMEWORKS_FILE, "rb") as fh:
+        return tomllib.load(fh)
+
+
+@dataclass(frozen=True)
+class ImageSpec:
+    """One image: a framework in an era, CPU or GPU variant."""
+
+    framework: str
+    era: str = "current"
+    variant: str = "cpu"
+
+    @property
+    def folder(self) -> Path:
+        """images/<framework>/<era>/: the framework's locks for the era."""
+        return IMAGES / self.framework / self.era
+
+    @property
+    def dockerfile(self) -> Path:
+        """images/<era>.Dockerfile: one per era, the framework a build argument."""
+        return IMAGES / f"{self.era}.Dockerfile"
+
+    @property
+    def lock(self) -> Path:
+        """The lock installed into the image."""
+        return self.folder / ("requirements-gpu.txt" if self.variant == "gpu" else envs.LOCK_NAME)
+
+    def check(self) -> None:
+        """UsageError unless the era, the framework's entry in frameworks.toml, the Dockerfile and the lock exist."""
+        if self.variant not in VARIANTS:
+            raise UsageError(f"unknown image variant '{self.variant}'", f"choose from: {', '.join(VARIANTS)}")
+        if self.era not in ERAS:
+            raise UsageError(f"unknown era '{self.era}'", f"choose from: {', '.join(ERAS)} (ERA=...)")
+        known = era_packages()[self.era].get("frameworks", {})
+        if self.framework not in known:
+            raise UsageError(f"no {self.era}-era image for '{self.framework}'",
+                             f"choose from: {', '.join(sorted(known))} (FRAMEWORKS=...)")
+        for path in (self.dockerfile, self.lock):
+            if not path.is_file():
+                raise UsageError(f"no image for {self.framework} ({self.era}, {self.variant}): "
+                                 f"{path.relative_to(REPO)} is missing",
+                                 "pick another ERA/VARIANT, or run 'make lock' for a missing lock")
+
+    def packages(self) -> dict[str, str]:
+        """The Debian packages as build arguments: ERA_PACKAGES and FRAMEWORK_PACKAGES."""
+        era = era_packages()[self.era]
+        own = era.get("frameworks", {}).get(self.framework, {}).get("apt", [])
+        return {"ERA_PACKAGES": " ".join(era.get("apt", [])), "FRAMEWORK_PACKAGES": " ".join(own)}
+
+
+def lock_files(spec: ImageSpec) -> dict[str, Path]:
+    """Name inside the context's lock/ folder -> the file it is copied from."""
+    files = {envs.LOCK_NAME: spec.lock}
+    for name in (envs.BUILD_LOCK_NAME, envs.PIP_ARGS_FILE):
+        if (spec.folder / name).is_file():
+            files[name] = spec.folder / name
+    return files
+
+
+def lock_sha256(spec: ImageSpec) -> str:
+    """The lock's identity, as the local runner computes it (label org.dlrepro.lock-sha256)."""
+    return envs.env_sha256(spec.lock, spec.lock.read_bytes())
+
+
+def payload_files(era: str) -> list[Path]:
+    """What an image of `era` carries of the kit: the Python modules of bench/, less the framework
+    modules of other eras (and nothing else: bench/ruff.toml is the host's lint setting)."""
+    others = [PAYLOAD / "frameworks" / e for e in ERAS if e != era]
+    return sorted(p for p in PAYLOAD.rglob("*.py")
+                  if "__pycache__" not in p.parts and not any(p.is_relative_to(o) for o in others))
+
+
+def inputs_sha256(spec: ImageSpec, base: str | None) -> str:
+    """Hash of everything that decides the image's content (not the optional build inputs)."""
+    digest = hashlib.sha256()
+    parts = [("Dockerfile", spec.dockerfile), ("install-lock.sh", INSTALL_SCRIPT)]
+    parts += [(f"lock/{name}", path) for name, path in sorted(lock_files(spec).items())]
+    parts += [(str(p.relative_to(REPO)), p) for p in payload_files(spec.era)]
+    for name, path in parts:
+        digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
+    args = "".join(f"{k}={v}\0" for k, v in sorted(spec.packages().items()))
+    digest.update(f"{args}framework={spec.framework}\0base={base or 'dockerfile-default'}\0"
+                  f"variant={spec.variant}".encode())
+    return digest.hexdigest()
+
+
+def tag(spec: ImageSpec, base: str | None) -> str:
+    """dlrepro/<framework>:<era>-<variant>-<first 12 hex of inputs_sha256>."""
+    return f"{REPOSITORY}/{spec.framework}:{spec.era}-{spec.variant}-{inputs_sha256(spec, base)[:12]}"
+
+
+def cuda_of_lock(lock_text: str) -> str | None:
+    """The CUDA runtime (x.y) a lock installs, read from its CUDA wheels; None for a CPU lock."""
+    # CUDA 12 wheels carry the major version in the name (nvidia-cuda-runtime-cu12, tensorflow[and-cuda]);
+    # from CUDA 13 on they do not (nvidia-cuda-runtime==13.0.96, torch 2.13): the version says it.
+    runtime = re.search(r"(?m)^nvidia-cuda-runtime(?:-cu\d+)?==(\d+)\.(\d+)", lock_text)
+    if runtime:
+        return f"{runtime.group(1)}.{runtime.group(2)}"
+    bundled = re.search(r"(?m)^(?:mxnet|cupy)-cu(?:da)?(\d+?)(\d)==", lock_text)  # mxnet-cu112: CUDA 11.2
+    return f"{bundled.group(1)}.{bundled.group(2)}" if bundled else None
+
+
+def labels(spec: ImageSpec, base: str | None) -> dict[str, str]:
+    """Labels every image carries: framework, era, variant, the lock hash, the inputs hash, the base,
+    and for GPU images the CUDA runtime they carry (read by the GPU pre-flight)."""
+    cuda = cuda_of_lock(spec.lock.read_text()) if spec.variant == "gpu" else None
+    return {**({f"{LABEL_PREFIX}cuda": cuda} if cuda else {}),
+        f"{LABEL_PREFIX}framework": spec.framework, f"{LABEL_PREFIX}era": spec.era,
+        f"{LABEL_PREFIX}variant": spec.variant, f"{LABEL_PREFIX}lock-sha256": lock_sha256(spec),
+        f"{LABEL_PREFIX}inputs-sha256": inputs_sha256(spec, base),
+        f"{LABEL_PREFIX}base-image": base or "dockerfile-default",
+    }
+
+
+# --- build inputs -------------------------------------------------------------------------------
+
+def _paths(var: str) -> list[Path]:
+    return [Path(p) for p in os.environ.get(var, "").split(os.pathsep) if p]
+
+
+def ca_cert_files() -> list[Path]:
+    """Extra CA certificates for the build's pip: $DLREPRO_CA_CERTS, else the host pip's bundle."""
+    if "DLREPRO_CA_CERTS" in os.environ:
+        return [p for p in _paths("DLREPRO_CA_CERTS") if p.is_file()]
+    for var in ("PIP_CERT", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE"):
+        path = Path(os.environ.get(var, ""))
+        if os.environ.get(var) and path.is_file():
+            return [path]
+    return []
+
+
+def wheelhouses() -> list[Path]:
+    """Local wheel folders: $DLREPRO_WHEELHOUSE, else PIP_FIND_LINKS and --find-links in DLREPRO_PIP_ARGS."""
+    if "DLREPRO_WHEELHOUSE" in os.environ:
+        found = _paths("DLREPRO_WHEELHOUSE")
+    else:
+        found = [Path(p) for p in os.environ.get("PIP_FIND_LINKS", "").split()]
+        args = shlex.split(os.environ.get(envs.PIP_ARGS_VAR, ""))
+        found += [Path(args[i + 1]) for i, a in enumerate(args[:-1]) if a in ("--find-links", "-f")]
+        found += [Path(a.split("=", 1)[1]) for a in args if a.startswith("--find-links=")]
+    return [p for p in found if p.is_dir()]
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def locked_names(lock_text: str) -> set[str]:
+    """Normalized project names pinned in a lock (`name==version`)."""
+    return {_norm(m.group(1)) for m in re.finditer(r"(?m)^([A-Za-z0-9][A-Za-z0-9._-]*)==", lock_text)}
+
+
+def index_build_args() -> dict[str, str]:
+    """PIP_INDEX_URL / PIP_EXTRA_INDEX_URL for the install stage; file:// URLs mean nothing inside a build."""
+    out = {}
+    for var in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL"):
+        urls = [u for u in os.environ.get(var, "").split() if not u.startswith("file:")]
+        if urls:
+            out[var] = " ".join(urls)
+    return out
+
+
+def stage_context(spec: ImageSpec, dest: Path) -> dict[str, int]:
+    """Assemble the build context in dest; return how many certificates and wheels went in."""
+    shutil.copy2(spec.dockerfile, dest / "Dockerfile")
+    shutil.copy2(INSTALL_SCRIPT, dest / "install-lock.sh")
+    (dest / "lock").mkdir()
+    for name, path in lock_files(spec).items():
+        shutil.copy2(path, dest / "lock" / name)
+    certs, wheels = dest / "build-inputs" / "certs", dest / "build-inputs" / "wheels"
+    certs.mkdir(parents=True)
+    wheels.mkdir()
+    for i, cert in enumerate(ca_cert_files()):
+        shutil.copy2(cert, certs / f"extra-{i}.crt")
+    wanted = set()
+    for path in lock_files(spec).values():
+        wanted |= locked_names(path.read_text())
+    n_wheels = 0
+    for folder in wheelhouses():
+        for whl in sorted(folder.glob("*.whl")):
+            if _norm(whl.name.split("-", 1)[0]) in wanted and not (wheels / whl.name).exists():
+                try:
+                    os.link(whl, wheels / whl.name)  # no copy of a large wheel where a hard link will do
+                except OSError:
+                    shutil.copy2(whl, wheels / whl.name)
+                n_wheels += 1
+    for path in payload_files(spec.era):
+        target = dest / path.relative_to(REPO)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, target)
+    return {"certs": len(list(certs.iterdir())), "wheels": n_wheels}
+
+
+# --- engine ---------------------------------------------------------------------------------------
+
+def client():
+    """A docker SDK client, or a UsageError saying no engine answers."""
+    try:
+        import docker
+        from docker.errors import DockerException
+    except ImportError:
+        raise UsageError("the docker SDK for Python is not installed in this environment",
+                         "run 'make host' (it is in images/host/requirements.txt)") from None
+    try:
+        c = docker.from_env(timeout=600)
+        c.ping()
+        return c
+    except DockerException as exc:
+        raise UsageError(f"no Docker engine answers ({str(exc).splitlines()[0][:200]})",
+                         "start dockerd (or set DOCKER_HOST), or use RUNNER=local") from None
+
+
+def is_pinned(ref: str) -> bool:
+    """Whether an image reference names a digest (name@sha256:... or a bare image id)."""
+    return bool(_PINNED.search(ref))
+
+
+def resolve_base(docker_client, ref: str | None) -> str | None:
+    """The base image pinned by digest: a digest is kept, a local tag becomes its image id."""
+    if not ref:
+        return None
+    if is_pinned(ref):
+        return ref
+    from docker.errors import ImageNotFound
+
+    try:
+        return docker_client.images.get(ref).id
+    except ImageNotFound:
+        raise UsageError(f"base image '{ref}' is given by tag and is not on this engine",
+                         "pin it by digest (name@sha256:...) or make it first (make base)") from None
+
+
+def dockerfile_base(spec: ImageSpec) -> str:
+    """The base the era's Dockerfile pins by digest (its ARG BASE_IMAGE default)."""
+    found = _BASE_ARG.search(spec.dockerfile.read_text())
+    if not found:
+        raise UsageError(f"{spec.dockerfile} has no 'ARG BASE_IMAGE=...' default",
+                         "pin the base there by digest")
+    return found.group(1)
+
+
+def ensure_base(docker_client, ref: str) -> None:
+    """The base image is on this engine, pulled if it is not; a UsageError naming the
+    registry-free route when it cannot be pulled (offline hosts, no registry)."""
+    from docker.errors import APIError, ImageNotFound
+
+    try:
+        docker_client.images.get(ref)
+        return
+    except ImageNotFound:
+        pass
+    _say(f"pulling base image {ref} ...")
+    try:
+        docker_client.images.pull(ref)
+    except APIError as exc:
+        reason = str(exc.explanation or exc).splitlines()[0][:200]
+        raise UsageError(f"base image {ref} is not on this engine and cannot be pulled ({reason})",
+                         "make base, then pass BASE_IMAGE=dlrepro/base:bookworm (no registry needed); "
+                         "or RUNNER=local") from None
+
+
+def find(docker_client, image_tag: str):
+    """The local image with this tag, or None."""
+    from docker.errors import ImageNotFound
+
+    try:
+        return docker_client.images.get(image_tag)
+    except ImageNotFound:
+        return None
+
+
+def built_from_lock(docker_client, spec: ImageSpec) -> list:
+    """Local images of spec built from its current lock (whatever payload they carry), newest first."""
+    wanted = {"framework": spec.framework, "era": spec.era, "variant": spec.variant, "lock-sha256": lock_sha256(spec)}
+    found = docker_client.images.list(filters={"label": [f"{LABEL_PREFIX}{k}={v}" for k, v in wanted.items()]})
+    return sorted(found, key=lambda image: image.attrs.get("Created", ""), reverse=True)
+
+
+def digest(image) -> str:
+    """What run.json records: the registry digest (name@sha256:...) when the image has one, else its id."""
+    repo_digests = image.attrs.get("RepoDigests") or []
+    return repo_digests[0] if repo_digests else image.id
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def build(docker_client, spec: ImageSpec, base_ref: str | None = None, quiet: bool = False):
+    """Build the image (or reuse it when its tag exists); return the docker SDK Image."""
+    spec.check()
+    base = resolve_base(docker_client, base_ref)
+    image_tag = tag(spec, base)
+    existing = find(docker_client, image_tag)
+    if existing is not None:
+        _say(f"image {image_tag} is built ({existing.id[:19]}), reused")
+        return existing
+    ensure_base(docker_client, base or dockerfile_base(spec))
+    build_args = {**spec.packages(), **index_build_args()}
+    if base:
+        build_args[BASE_IMAGE_VAR] = base
+    with tempfile.TemporaryDirectory(prefix="dlrepro-build-") as ctx:
+        counts = stage_context(spec, Path(ctx))
+        _say(f"building {image_tag} ({counts['certs']} extra CA files, {counts['wheels']} wheelhouse files) ...")
+        log: list[str] = []
+        stream = docker_client.api.build(
+            path=ctx, tag=image_tag, buildargs=build_args, labels=labels(spec, base), rm=True, forcerm=True,
+            decode=True, network_mode=os.environ.get("DLREPRO_BUILD_NETWORK", "host"), pull=False,
+        )
+        for chunk in stream:
+            if "error" in chunk:
+                tail = " | ".join(line.strip() for line in log[-5:] if line.strip())
+                raise UsageError(f"building {image_tag} failed: {chunk['error'].strip()[:400]} ({tail[-600:]})",
+                                 "check that the package index and Debian mirror are reachable from the build "
+                                 "(DLREPRO_BUILD_NETWORK, DLREPRO_CA_CERTS, DLREPRO_WHEELHOUSE)")
+            text = chunk.get("stream", "")
+            if text:
+                log.append(text)
+                if not quiet and (text.startswith("Step ") or "Successfully" in text):
+                    _say("  " + text.rstrip())
+    return docker_client.images.get(image_tag)
+
+
+def remote_name(registry: str, image_tag: str) -> str:
+    """<registry>/dlrepro/<framework>:<tag> for a local dlrepro/<framework>:<tag>."""
+    return f"{registry.rstrip('/')}/{image_tag}"
+
+
+def push(docker_client, image_tag: str, registry: str) -> str:
+    """Tag the local image for the registry, push it, and return the name@digest it got."""
+    image = find(docker_client, image_tag)
+    if image is None:
+        raise UsageError(f"image {image_tag} is not built", "run 'make images' first")
+    remote = remote_name(registry, image_tag)
+    repo, _, version = remote.rpartition(":")
+    image.tag(repo, version)
+    for chunk in docker_client.api.push(repo, tag=version, stream=True, decode=True):
+        if "error" in chunk:
+            raise UsageError(f"pushing {remote} failed: {chunk['error']}", "check REGISTRY and 'docker login'")
+    image.reload()
+    return digest(image)
+
+
+def pull(docker_client, image_tag: str, registry: str):
+    """Pull <registry>/<tag> and give it the local tag, so campaigns find it as if built here."""
+    from docker.errors import APIError
+
+    remote = remote_name(registry, image_tag)
+    repo, _, version = remote.rpartition(":")
+    try:
+        image = docker_client.images.pull(repo, tag=version)
+    except APIError as exc:
+        raise UsageError(f"pulling {remote} failed ({exc.explanation or exc})",
+                         "check REGISTRY, or build the image here with 'make images'") from None
+    local_repo, _, local_version = image_tag.rpartition(":")
+    image.tag(local_repo, local_version)
+    return image

@@ -1,0 +1,39 @@
+"""bench/frameworks/common.py: the training contract every framework module reads the same way."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bench.frameworks import common
+from bench.modelplan import SpecError
+from campaign import specs
+
+
+@pytest.mark.parametrize("name", specs.known_workloads())
+def test_every_shipped_spec_names_a_known_optimizer(name):
+    settings = common.optimizer_settings(specs.load(name))
+    assert settings["name"] in common.OPTIMIZER_DEFAULTS
+    assert set(settings) == set(common.OPTIMIZER_DEFAULTS[settings["name"]]) | {"name"}
+
+
+def test_adadelta_is_keras_2s_for_every_framework():
+    assert common.optimizer_settings(specs.load("lstm-ptb")) == {
+        "name": "adadelta", "lr": 1.0, "rho": 0.95, "epsilon": 1e-7, "weight_decay": 0.0}
+
+
+def test_optimizer_errors():
+    spec = specs.load("cnn-mnist")
+    spec["training"]["optimizer"] = {"name": "rmsprop"}
+    with pytest.raises(SpecError, match="unsupported optimizer 'rmsprop'"):
+        common.optimizer_settings(spec)
+    spec["training"]["optimizer"] = {"name": "sgd", "nesterov": True}
+    with pytest.raises(SpecError, match=r"optimizer sgd: unknown keys \['nesterov'\]"):
+        common.optimizer_settings(spec)
+
+
+def test_token_mask_counts_leading_steps():
+    y = np.zeros((2, 4), dtype=np.int64)
+    assert common.token_mask(y, np.array([1, 3])).tolist() == [[True, False, False, False],
+                                                                [True, True, True, False]]
+    assert common.token_mask(y, None).all()

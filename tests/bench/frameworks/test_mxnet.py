@@ -1,0 +1,56 @@
+"""The MXNet (Gluon) framework module, run for real inside its hash-locked environment.
+
+The environment is built with images.envs.ensure_env (seconds to minutes on first use, then
+cached); the probe (probe.py beside this file) trains all seven DLBench workloads (check.PROBED)
+in it on small learnable data with one thread, and the same properties are asserted as for
+PyTorch and Keras in test_pytorch_keras.py (the shared checks: check.py).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.bench.frameworks import check
+from tests.bench.frameworks.check import *  # noqa: F403  (check.__all__: the shared tests, run here)
+
+FRAMEWORK = "mxnet"
+
+
+probe = check.probe_fixture(FRAMEWORK, check.PROBED)
+
+
+@pytest.mark.slow
+def test_cnn_mnist_count_by_hand(probe):
+    # conv 3x3x1x32+32, conv 3x3x32x64+64, dense 12*12*64*128+128, dense 128*10+10
+    assert probe["workloads"]["cnn-mnist"]["param_count"] == 320 + 18_496 + 1_179_776 + 1_290
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("workload", ("lstm-imdb", "lstm-ptb", "seq2seq-manythings"))
+def test_lstm_parameter_count_has_the_second_bias(probe, workload):
+    """gluon.rnn.LSTM keeps two bias vectors per gate (i2h and h2h, as cuDNN does), Keras one."""
+    assert 4 * check.lstm_units() == 400
+    check.assert_lstm_second_bias(probe["workloads"][workload]["param_count"], workload)
+
+
+@pytest.mark.slow
+def test_info_records_what_was_used(probe):
+    for info in check.checked_infos(probe, check.PROBED).values():
+        for key in ("input_pipeline", "loss", "weight_decay_rule"):
+            assert info[key], key
+    assert probe["workloads"]["lstm-imdb"]["info"]["optimizer"]["epsilon"] == 1e-7
+    for workload in ("lstm-ptb", "seq2seq-manythings"):
+        info = probe["workloads"][workload]["info"]
+        assert info["data_layout"].startswith("ids (N, T)")
+        assert info["optimizer"] == {"name": "adadelta", "lr": 1.0, "rho": 0.95, "epsilon": 1e-7, "weight_decay": 0.0}
+        assert "AdaDelta" in info["optimizer_impl"]
+        assert "Dense(flatten=False)" in info["kernels"]["dense"]
+    # The CPU kernel cannot stop at each source's end: the encoder's cell is stepped instead.
+    assert "SequenceLast" in probe["workloads"]["seq2seq-manythings"]["info"]["kernels"]["lstm_encoder_state"]
+
+
+@pytest.mark.slow
+def test_reported_versions_match_the_lock(probe):
+    # versions() key -> the package pinned for it in the lock
+    pinned = {"mxnet": "mxnet", "numpy": "numpy"}
+    check.assert_versions_match_lock(FRAMEWORK, probe["versions"], pinned)

@@ -1,0 +1,88 @@
+"""The PyTorch and Keras framework modules, run for real inside their hash-locked environments.
+
+Each framework's environment is built with images.envs.ensure_env (minutes on first use, then
+cached), and the probe (probe.py beside this file) trains every workload spec in it on small
+learnable data. The two probes run at the same time with one thread each (2-core machines),
+which also checks that DLREPRO_THREADS is obeyed.
+The shared checks are in check.py beside this file.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.frameworks import known_frameworks
+from campaign import specs
+from tests.bench.frameworks import check
+
+FRAMEWORKS = ("pytorch", "keras")
+WORKLOADS = check.PROBED
+# versions() key -> the package pinned for it in the framework's lock.
+PINNED = {
+    "pytorch": {"torch": "torch", "numpy": "numpy"},
+    "keras": {"keras": "keras", "tensorflow": "tensorflow-cpu", "numpy": "numpy"},
+}
+
+
+def test_helper_modules_are_not_frameworks():
+    names = known_frameworks()
+    assert set(FRAMEWORKS) <= set(names)
+    assert not [n for n in names if n.startswith("_")]
+
+
+def test_every_workload_spec_is_trained_by_the_probes():
+    assert set(check.PROBED) == set(specs.known_workloads())
+
+
+@pytest.fixture(scope="module")
+def probes() -> dict[str, dict]:
+    """Probe output per framework: {"workloads": {name: {...}}, "versions", "nan_raised", ...}."""
+    return check.run_probes(FRAMEWORKS, WORKLOADS)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("workload", WORKLOADS)
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_loss_falls_and_accuracy_is_sane(probes, framework, workload):
+    check.assert_trains(probes[framework]["workloads"][workload], workload, framework)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_cnn_parameter_counts_are_equal(probes, framework):
+    # Every CNN spec: the same model in every framework, with Keras' count worked out by hand.
+    check.assert_every_cnn_spec_counted(
+        {w: probes[framework]["workloads"][w]["param_count"] for w in check.CNN_SPECS})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("workload", ("lstm-imdb", "lstm-ptb", "seq2seq-manythings"))
+def test_lstm_parameter_counts_differ_by_the_second_bias(probes, workload):
+    """torch.nn.LSTM keeps two bias vectors per gate (b_ih and b_hh, as cuDNN does), Keras one."""
+    keras_count = probes["keras"]["workloads"][workload]["param_count"]
+    assert keras_count == check.KERAS_COUNTS[workload]
+    check.assert_lstm_second_bias(probes["pytorch"]["workloads"][workload]["param_count"], workload)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_lstm_reads_the_last_real_step(probes, framework):
+    check.assert_lstm_ignores_padding(probes[framework])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_non_finite_loss_raises(probes, framework):
+    check.assert_nan_raised(probes[framework])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_info_records_what_was_used(probes, framework):
+    check.checked_infos(probes[framework], WORKLOADS)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_reported_versions_match_the_lock(probes, framework):
+    check.assert_versions_match_lock(framework, probes[framework]["versions"], PINNED[framework])

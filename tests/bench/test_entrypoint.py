@@ -1,0 +1,64 @@
+"""The entrypoint: one run request in, one run folder out; any run can be run again from its folder."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench import request, schema
+from campaign import execute, plan
+from campaign.runners.local import LocalRunner
+from images import envs
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _bench(python: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(python), "-m", "bench", *args], cwd=REPO, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=900)
+
+
+def test_a_bad_request_is_one_line_and_exit_2(tmp_path):
+    proc = _bench(Path(sys.executable), "run", "--request", str(tmp_path / "none.json"), "--out", str(tmp_path / "o"))
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        f"error: cannot read the run request {tmp_path / 'none.json'} (No such file or directory); pass the "
+        "request.json of a run folder (--request results/<campaign>/<run-id>/request.json)"]
+    (tmp_path / "edited.json").write_text(json.dumps({"request_version": 1}))
+    proc = _bench(Path(sys.executable), "run", "--request", str(tmp_path / "edited.json"), "--out", str(tmp_path / "o"))
+    assert proc.returncode == 2 and "missing field" in proc.stderr and not (tmp_path / "o").exists()
+    proc = _bench(Path(sys.executable), "campaign")
+    assert proc.returncode == 2 and "the only command is 'run'; host commands: python -m campaign" in proc.stderr
+
+
+@pytest.mark.slow
+def test_a_run_re_executed_from_its_own_request_is_the_same_run(tmp_path):
+    subprocess.run([sys.executable, "-m", "data", "synthetic", "--root", str(tmp_path / "data"), "--datasets",
+                    "mnist"], cwd=REPO, check=True)
+    runner = LocalRunner()
+    matrix = plan.Matrix(("pytorch",), ("cnn-mnist",), "cpu", "smoke", 1, "synthetic")
+    cdir = tmp_path / "results" / "again"
+    runs = plan.plan(matrix, runner, "again", cdir, tmp_path / "data", threads=1)
+    assert execute.execute(runs, runner, cdir, 900)["ok"] == 1
+    folder = cdir / runs[0].run_id
+    first = schema.read_run(folder)
+
+    python = envs.ensure_env("pytorch").python
+    proc = _bench(python, "run", "--request", str(folder / request.REQUEST_FILE), "--out", str(tmp_path / "rerun"))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    second = schema.read_run(tmp_path / "rerun")
+    assert second["status"] == "ok", second["failure"]
+    assert second["run_id"] == first["run_id"] == folder.name
+    for section in ("config", "spec"):
+        assert second[section] == first[section], section
+    assert second["dataset"]["sha256"] == first["dataset"]["sha256"]
+    assert second["dataset"]["train_examples"] == first["dataset"]["train_examples"] == 512  # the smoke subset
+    assert second["device_used"]["threads"]["intra_op"] == 1  # the request's thread count was obeyed
+    assert request.read(tmp_path / "rerun" / request.REQUEST_FILE) == request.read(folder / request.REQUEST_FILE)
+    # A finished run folder is never overwritten.
+    refused = _bench(python, "run", "--request", str(folder / request.REQUEST_FILE), "--out", str(folder))
+    assert refused.returncode == 2 and "already holds a finished run" in refused.stderr
+    assert schema.read_run(folder) == first

@@ -1,0 +1,96 @@
+"""The artifact schema is enforced on write and on read."""
+
+import json
+
+import pytest
+
+from bench import schema
+from tests.runrecord import minimal_request, minimal_run
+
+
+def test_run_roundtrip(tmp_path):
+    rec = minimal_run()
+    schema.write_run(tmp_path, rec)
+    assert schema.read_run(tmp_path) == rec
+
+
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda r: r.pop("timing"), "missing field 'timing'"),
+        (lambda r: r.update(status="done"), "status 'done'"),
+        (lambda r: r["results"].update(test_accuracy=float("nan")), "write null"),
+        (lambda r: r["config"].update(repeat=True), "has type bool"),
+        (lambda r: r.update(status="failed"), "failure.cause"),
+        (lambda r: r.update(schema_version=99), "schema_version 99"),
+    ],
+)
+def test_invalid_run_is_refused_on_write(tmp_path, mutate, message):
+    rec = minimal_run()
+    mutate(rec)
+    with pytest.raises(schema.SchemaError, match=message.replace("(", r"\(")):
+        schema.write_run(tmp_path, rec)
+    assert not (tmp_path / schema.RUN_FILE).exists()
+
+
+def test_invalid_run_is_refused_on_read(tmp_path):
+    rec = minimal_run()
+    rec["status"] = "weird"
+    (tmp_path / schema.RUN_FILE).write_text(json.dumps(rec))
+    with pytest.raises(schema.SchemaError, match="status"):
+        schema.read_run(tmp_path)
+
+
+def test_metrics_and_monitor_roundtrip(tmp_path):
+    w = schema.MetricsWriter(tmp_path)
+    w.write({"epoch": 1, "loss": 0.5, "train_accuracy": None, "test_accuracy": 0.9,
+             "epoch_time_s": 1.0, "eval_time_s": 0.1, "end_unix": 1.0})
+    w.close()
+    assert schema.read_metrics(tmp_path)[0]["test_accuracy"] == 0.9
+    with pytest.raises(schema.SchemaError, match="epoch"):
+        schema.MetricsWriter(tmp_path).write({"loss": 1.0})
+
+    path = tmp_path / schema.MONITOR_FILE
+    path.write_text(schema.monitor_header()
+                    + schema.format_monitor_row({"time_unix": 10.0, "cpu_util_pct": 50.0})
+                    + "10.5,0.5,3")  # a line cut off by a kill
+    rows = list(schema.read_monitor(tmp_path))
+    assert len(rows) == 1 and rows[0]["cpu_util_pct"] == 50.0 and rows[0]["gpu_util_pct"] is None
+    with pytest.raises(schema.SchemaError, match="unknown columns"):
+        schema.format_monitor_row({"bogus": 1})
+
+
+def test_iter_run_dirs_skips_partial_and_hidden(tmp_path):
+    for name in ("a", "b.partial", ".retried-c"):
+        (tmp_path / name).mkdir()
+        schema.write_run(tmp_path / name, minimal_run())
+    assert [p.name for p in schema.iter_run_dirs(tmp_path)] == ["a"]
+
+
+def test_one_constructor_makes_every_record_from_its_request():
+    req = minimal_request()
+    started = schema.run_record(req, host={"hostname": "h"})
+    assert started["status"] == "failed" and started["failure"]["message"] == "did not finish"
+    assert started["run_id"] == req["run_id"] and started["spec"] == req["spec"]
+    assert started["config"] == {k: req[k] for k in schema.RUN_CONFIG_FIELDS}
+    assert started["dataset"]["sha256"] == req["data"]["arrays_sha256"]
+    ok = schema.finish(schema.run_record(req), None)
+    assert ok["status"] == "ok" and ok["failure"] is None and ok["finished_at"]
+    died = schema.finish(schema.run_record(req), {"cause": "killed", "message": "SIGKILL"})
+    for record in (started, ok, died):
+        schema.validate_run(record)
+
+
+def test_version_1_runs_are_read_as_the_current_era(tmp_path):
+    rec = minimal_run()
+    rec["schema_version"] = 1
+    for key in ("era", "threads"):
+        rec["config"].pop(key)
+    (tmp_path / schema.RUN_FILE).write_text(json.dumps(rec))
+    read = schema.read_run(tmp_path)
+    assert read["schema_version"] == schema.SCHEMA_VERSION
+    assert read["config"]["era"] == "current" and read["config"]["threads"] is None
+    rec["schema_version"] = 3
+    (tmp_path / schema.RUN_FILE).write_text(json.dumps(rec))
+    with pytest.raises(schema.SchemaError, match="schema_version 3 is not supported"):
+        schema.read_run(tmp_path)

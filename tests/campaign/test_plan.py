@@ -1,0 +1,75 @@
+"""Campaign planning: validated input, canonical ids, resolved requests, a folder keeps its settings."""
+
+import numpy as np
+import pytest
+
+from bench import request
+from bench.errors import UsageError
+from campaign import plan, requests, specs
+from tests.campaign.scriptrunner import ScriptRunner, planned
+
+
+def test_run_ids_do_not_depend_on_the_order_of_names():
+    a = plan.build_matrix(["pytorch", "keras"], ["lstm-imdb", "cnn-mnist"], "cpu", "quick", "2", "real")
+    b = plan.build_matrix(["keras", "pytorch", "keras"], ["cnn-mnist", "lstm-imdb"], "cpu", "quick", 2, "real")
+    assert a == b
+
+
+@pytest.mark.parametrize("args, text", [
+    ((["tensorflow1"], ["cnn-mnist"], "cpu", "quick", "2", "real"),
+     "unknown framework 'tensorflow1' for the current era"),
+    ((["pytorch"], ["cnn-mnist"], "cpu", "quick", "two", "real"), "REPEATS must be a positive whole number"),
+    ((["pytorch"], ["cnn-mnist"], "cpu", "quick", "0", "real"), "REPEATS must be a positive whole number"),
+    ((["pytorch"], ["cnn-mnist"], "tpu", "quick", "1", "real"), "unknown device 'tpu'"),
+    ((["pytorch"], ["cnn-mnist"], "cpu", "quick", "1", "fake"), "unknown data source 'fake'"),
+    ((["pytorch"], ["cnn-mnist"], "cpu", "quick", "1", "real", 0, "1998"), "unknown era '1998'"),
+])
+def test_bad_matrix_input(args, text):
+    with pytest.raises(UsageError, match=text):
+        plan.build_matrix(*args)
+
+
+def test_missing_data_names_the_download(tmp_path):
+    m = plan.Matrix(("pytorch",), ("cnn-mnist",), "cpu", "smoke", 1, "real")
+    with pytest.raises(UsageError, match="make download DATASETS=mnist"):
+        plan.plan(m, ScriptRunner("ok"), "t", tmp_path / "r", tmp_path / "data", 1)
+
+
+def test_every_run_is_a_resolved_request(tmp_path):
+    runs = planned(tmp_path, ScriptRunner("ok"), repeats=2)
+    assert [r.request["repeat"] for r in runs] == [1, 2] and len({r.run_id for r in runs}) == 2
+    req = runs[0].request
+    assert request.validate(req) is req and req["run_id"] == request.run_id(req)
+    assert req["spec"] == specs.load("cnn-mnist", "smoke")  # the profile applied on the host
+    assert req["environment"] == {"env_id": "env-pytorch", "image_digest": None}
+    assert req["data"]["path"] == str((tmp_path / "data" / "prepared" / "mnist").resolve())
+    # smoke: 512 of 600 train rows and 256 of 300 test rows, sorted, the same for every framework and repeat
+    rows = req["data"]["train_indices"]
+    assert len(rows) == 512 and rows == sorted(set(rows)) and max(rows) < 600
+    assert rows == runs[1].request["data"]["train_indices"] == requests.subset_indices(600, 512)
+    assert len(req["data"]["test_indices"]) == 256
+
+
+def test_subset_indices_are_fixed_and_whole_splits_are_none():
+    assert requests.subset_indices(10, None) is None and requests.subset_indices(10, 10) is None
+    assert requests.subset_indices(1000, 5) == requests.subset_indices(1000, 5)
+    assert requests.subset_indices(1000, 5) == np.sort(np.random.default_rng(0).permutation(1000)[:5]).tolist()
+
+
+def test_a_campaign_keeps_its_profile_data_and_threads(tmp_path):
+    runner = ScriptRunner("ok")
+    runs = planned(tmp_path, runner)
+    campaign_dir = tmp_path / "results" / "t"
+    assert (campaign_dir / plan.SETTINGS_FILE).exists()
+    done = sorted(p.name for p in campaign_dir.iterdir())
+    m = plan.Matrix(("pytorch",), ("cnn-mnist",), "cpu", "smoke", 2, "real")
+    again = plan.plan(m, runner, "t", campaign_dir, tmp_path / "data", threads=1)  # same settings: resumes
+    assert [r.run_id for r in again] == [r.run_id for r in runs]
+    with pytest.raises(UsageError) as caught:
+        plan.plan(m, runner, "t", campaign_dir, tmp_path / "data", threads=2)
+    assert str(caught.value) == (f"campaign folder {campaign_dir} holds runs made with THREADS=1, not THREADS=2; "
+                                 "resume it with THREADS=1, or choose another CAMPAIGN name")
+    quick = plan.Matrix(("pytorch",), ("cnn-mnist",), "cpu", "quick", 2, "real")
+    with pytest.raises(UsageError, match="PROFILE=smoke, not PROFILE=quick"):
+        plan.plan(quick, runner, "t", campaign_dir, tmp_path / "data", threads=1)
+    assert sorted(p.name for p in campaign_dir.iterdir()) == done  # nothing written or removed

@@ -1,0 +1,108 @@
+"""With a real Docker engine (slow; skipped with the reason when none answers): the current-era
+PyTorch image builds from its lock, pip freeze inside it matches the lock, and a run's container
+has no network, cannot write to the data mount, and does not run as root.
+
+The base is $BASE_IMAGE when set (CI: images/base/make-base.sh, no registry), else the
+Dockerfile's pinned default."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from bench.errors import UsageError
+from campaign.runners.docker import _lend, _reclaim, container_config, container_user
+from images import build as images
+from images import lockfile
+from tests.runrecord import minimal_request
+
+pytestmark = pytest.mark.slow
+
+PROBE = r"""
+import json, os, socket, subprocess
+out = {"uid": os.getuid(), "id_u": subprocess.run(["id", "-u"], capture_output=True, text=True).stdout.strip()}
+try:
+    socket.create_connection(("1.1.1.1", 443), timeout=3).close()
+    out["network"] = "connected"
+except OSError as exc:
+    out["network"] = f"refused: {exc}"
+try:
+    socket.getaddrinfo("pypi.org", 443)
+    out["dns"] = "resolved"
+except OSError as exc:
+    out["dns"] = f"failed: {exc}"
+try:
+    open("/data/written-by-run", "w").write("x")
+    out["data_write"] = "written"
+except OSError as exc:
+    out["data_write"] = f"refused: {exc.strerror}"
+out["data_read"] = open("/data/input.txt").read()
+open("/out/result.txt", "w").write("ok")
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def engine():
+    try:
+        return images.client()
+    except UsageError as exc:
+        pytest.skip(f"no Docker engine: {exc.problem}")
+
+
+@pytest.fixture(scope="module")
+def pytorch_image(engine):
+    return images.build(engine, images.ImageSpec("pytorch", "current", "cpu"),
+                        os.environ.get(images.BASE_IMAGE_VAR) or None, quiet=True)
+
+
+def test_a_base_that_cannot_be_had_names_the_registry_free_route(engine):
+    absent = "dlrepro/absent@sha256:" + "0" * 64
+    with pytest.raises(UsageError) as caught:
+        images.ensure_base(engine, absent)
+    assert absent in caught.value.problem and "make base" in caught.value.fix
+
+
+def test_image_carries_its_labels_and_runs_as_non_root(engine, pytorch_image):
+    spec = images.ImageSpec("pytorch", "current", "cpu")
+    base = images.resolve_base(engine, os.environ.get(images.BASE_IMAGE_VAR) or None)
+    assert pytorch_image.labels == images.labels(spec, base)  # every label, set in one place
+    assert pytorch_image.labels["org.dlrepro.lock-sha256"] == images.lock_sha256(spec)
+    assert pytorch_image.attrs["Config"]["User"] == "10001:10001"
+    assert pytorch_image.attrs["Config"]["Entrypoint"] == ["/opt/venv/bin/python", "-m", "bench"]
+
+
+def test_pip_freeze_in_the_image_matches_the_lock(engine, pytorch_image):
+    spec = images.ImageSpec("pytorch", "current", "cpu")
+    assert lockfile.freeze_drift(spec.lock.read_text(), lockfile.image_freeze(engine, pytorch_image.id)) == []
+
+
+def test_run_container_is_locked_down(engine, pytorch_image, tmp_path):
+    data, out = tmp_path / "data", tmp_path / "out"
+    data.mkdir()
+    out.mkdir()
+    (data / "input.txt").write_text("prepared arrays")
+    req = minimal_request(runner="docker", env_id=pytorch_image.id, image_digest=images.digest(pytorch_image),
+                          data={"dataset": "mnist", "source": "real", "arrays_sha256": "ab" * 32, "path": str(data),
+                                "train_indices": None, "test_indices": None})
+    user = container_user()
+    cfg = container_config(req, out, user)
+    cfg.update(entrypoint=["/opt/venv/bin/python", "-c", PROBE], command=[])
+    _lend(out, user)
+    container = engine.containers.create(**cfg)
+    try:
+        container.start()
+        assert container.wait(timeout=120)["StatusCode"] == 0, container.logs().decode()
+        result = json.loads(container.logs(stdout=True, stderr=False).decode().strip().splitlines()[-1])
+    finally:
+        container.remove(force=True)
+        _reclaim(out)
+    assert result["uid"] != 0 and result["id_u"] != "0"
+    assert result["network"].startswith("refused"), result
+    assert result["dns"].startswith("failed"), result
+    assert result["data_write"].startswith("refused"), result
+    assert result["data_read"] == "prepared arrays"
+    assert not (data / "written-by-run").exists()
+    assert (out / "result.txt").read_text() == "ok"
