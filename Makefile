@@ -101,11 +101,13 @@ LOCK_FLAGS := --generate-hashes --allow-unsafe --no-emit-find-links --no-emit-in
 # `images.lockfile hash` from the index's file listing (pip-compile --generate-hashes downloads files).
 GPU_LOCK_ENV := PIP_ONLY_BINARY=:all: PIP_USE_FEATURE=fast-deps PIP_FIND_LINKS=' '
 GPU_LOCK_FLAGS := --allow-unsafe --no-emit-find-links --no-emit-index-url --no-emit-options --strip-extras
-lock: ## re-resolve every images/*/*/requirements.in (and requirements-gpu.in) into its hash-locked .txt
+lock: ## re-resolve every images/*/*/requirements.in (-gpu.in) and paper pins.in (pins-gpu.in) into hash-locked .txt
 	@rm -rf $(LOCK_ENV) && $(PYTHON) -m venv $(LOCK_ENV) && $(LOCK_ENV)/bin/python -m pip install -q "pip>=25.3" pip-tools
 	@# A folder with build-requirements.in (an sdist built at install time, e.g. chainer) locks its build
 	@# tools first and resolves without build isolation, with those tools installed.
-	@# Paper-era folders have no requirements.in: images.lockfile resolves their pins for Python 3.6.
+	@# Paper-era folders have no requirements.in: images.lockfile resolves their pins.in and pins-gpu.in
+	@# for CPython 3.6 (wheels' metadata only) in a scratch environment with the hash-locked pip of
+	@# images/common/lock-tools.txt, and python -m images.indexcheck checks the result against the index.
 	@export CUSTOM_COMPILE_COMMAND="make lock"; for dir in images/*/*/; do \
 	  [ -f "$${dir}requirements.in" ] || continue; \
 	  iso=; \
@@ -126,6 +128,7 @@ lock: ## re-resolve every images/*/*/requirements.in (and requirements-gpu.in) i
 	done
 	$(MAKE) --no-print-directory host
 	$(HOSTPY) -m images.lockfile write
+	$(HOSTPY) -m images.indexcheck
 
 verify-lock: host ## check versions.lock against the locks, and pip freeze in each built image against it
 	$(HOSTPY) -m images.lockfile verify $(if $(filter docker,$(RUNNER)),--images,--images-if-engine) \

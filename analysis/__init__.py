@@ -3,7 +3,9 @@
     python -m analysis --campaign results/<name> [--campaign results/<other>] --out reports/<name>
 
 Modules: aggregate (the run table and per-cell summaries), stats (intervals and tests),
-reference (the published numbers), transfer (orders, ratios, speedups, accuracy tolerance),
+reference (the published numbers), transfer (orders, ratios, speedups, accuracy tolerance), eras
+(paper-era vs current-era pairs, which Python paper-era runs ran on), departures (where the kit's
+paper-era setup departs from the paper, as data),
 significance (Wilcoxon, Pearson, bootstrap over a campaign), claims (the machinery that tests a
 claim: results table, verdicts, shared checks), studies (one module per study holding its claims;
 studies.CLAIMS is all of them in report order), figures (PNG plots), document (the report's blocks

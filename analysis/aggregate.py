@@ -30,18 +30,23 @@ from bench.schema import (
 
 # One row per run, in this column order (tables/runs.csv).
 RUN_COLUMNS: tuple[str, ...] = (
-    "run_id", "framework", "workload", "dataset", "data_source", "device", "profile", "repeat", "seed",
+    "run_id", "framework", "era", "workload", "dataset", "data_source", "device", "profile", "repeat", "seed",
     "status", "failure_cause", "failure_message",
     "training_time_s", "eval_time_s", "test_accuracy", "epochs", "epochs_planned",
     "cpu_util_mean_pct", "mem_mean_mb", "mem_peak_mb", "gpu_util_mean_pct",
     "monitor_source", "monitor_samples",
     "batch_size", "learning_rate",
-    "trainable_params", "runner", "image_digest", "env_id", "framework_version", "run_dir",
+    "trainable_params", "runner", "image_digest", "env_id", "framework_version", "python", "run_dir",
 )
 
+# The software eras a run belongs to (run.json config.era; bench.frameworks.ERAS): the study's exact
+# versions, and today's releases.
+PAPER_ERA, CURRENT_ERA = "paper", "current"
+
 # A summary cell: runs that differ only in repeat/seed. Profile and data source are part of the
-# key because a mean over a quick and a paper run (or real and synthetic data) means nothing.
-CELL_KEYS: tuple[str, ...] = ("workload", "framework", "device", "runner", "profile", "data_source")
+# key because a mean over a quick and a paper run (or real and synthetic data) means nothing; the
+# era too: paper-era and current-era runs of one workload are two experiments, never repeats of one.
+CELL_KEYS: tuple[str, ...] = ("workload", "framework", "era", "device", "runner", "profile", "data_source")
 
 # Run-table columns summarized over the successful repeats of a cell.
 SUMMARY_METRICS: tuple[str, ...] = (
@@ -173,7 +178,7 @@ def load_campaign(root: Path | str) -> Campaign:
 
 
 def _row_order(row: dict[str, Any]) -> tuple:
-    return (row["workload"], row["framework"], row["device"], row["runner"], row["repeat"])
+    return (row["workload"], row["framework"], row["era"], row["device"], row["runner"], row["repeat"])
 
 
 def load_campaigns(roots: Sequence[Path | str]) -> Campaign:
@@ -219,6 +224,8 @@ def run_row(run_dir: Path, run: dict, campaign: Campaign) -> dict[str, Any]:
     row: dict[str, Any] = {
         "run_id": run["run_id"],
         "framework": cfg["framework"],
+        # "current" or "paper"; bench.schema reads version-1 runs (before eras) as "current".
+        "era": cfg["era"],
         "workload": cfg["workload"],
         "dataset": dataset.get("name") or spec.get("dataset"),
         "data_source": dataset.get("source") or "unknown",
@@ -243,6 +250,7 @@ def run_row(run_dir: Path, run: dict, campaign: Campaign) -> dict[str, Any]:
         "image_digest": env.get("image_digest"),
         "env_id": env.get("env_id"),
         "framework_version": env.get("framework_version"),
+        "python": run_python(run),
         "run_dir": str(run_dir),
     }
     has_cache = any(v is not None for v in cached.values())
@@ -265,6 +273,12 @@ def run_row(run_dir: Path, run: dict, campaign: Campaign) -> dict[str, Any]:
                 "in run.json's summary; using monitor.csv")
     row.update(raw, monitor_source="monitor.csv", monitor_samples=samples)
     return row
+
+
+def run_python(run: dict) -> str | None:
+    """The Python version the run really ran on: host.python, else environment.python (both are
+    platform.python_version() of the training process), None when neither was recorded."""
+    return (run.get("host") or {}).get("python") or (run.get("environment") or {}).get("python")
 
 
 def _learning_rate(spec: dict) -> float | None:

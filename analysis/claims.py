@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Any
 
-from analysis.aggregate import CellSummary, summarize
+from analysis.aggregate import CURRENT_ERA, CellSummary, summarize
 from analysis.stats import INSUFFICIENT_DATA, format_number, linear_fit
 from analysis.transfer import GROUP_KEYS, Speedup, framework_groups
 
@@ -103,8 +103,10 @@ def cell_run_ids(cells: Iterable[CellSummary]) -> tuple[str, ...]:
 
 
 def group_label(group: dict[str, str]) -> str:
-    """'workload/device' of a framework group, as the evidence names it."""
-    return f"{group['workload']}/{group['device']}"
+    """'workload/device' of a framework group, as the evidence names it ('workload/device/paper' for a
+    group of another era than the current one)."""
+    era = group.get("era", CURRENT_ERA)
+    return f"{group['workload']}/{group['device']}" + ("" if era == CURRENT_ERA else f"/{era}")
 
 
 def cell_mean(cell: CellSummary, column: str) -> float | None:

@@ -15,7 +15,9 @@ from analysis.document import Block, render_html, render_markdown
 from analysis.sections import Section
 from analysis.sections.claims import claims_section
 from analysis.sections.comparison import comparison_section
+from analysis.sections.departures import departures_section
 from analysis.sections.environment import environment_section, hardware_section, settings_section
+from analysis.sections.eras import era_comparison_section
 from analysis.sections.not_reproduced import not_reproduced_section
 from analysis.sections.outputs import figures_section, files_section
 from analysis.sections.overview import header_section, overview_section, problems_section
@@ -26,17 +28,20 @@ from bench import atomic
 __all__ = ["SECTIONS", "ReportContext", "build_report", "render_html", "render_markdown", "write_report"]
 
 # The report's sections in reading order: the verdicts on the claims come right after the header,
-# ahead of the detailed tables they rest on.
+# ahead of the detailed tables they rest on; the paper-era vs current-era table follows the comparison
+# with the published numbers, and the departures from the paper's setup follow the environment.
 SECTIONS: tuple[Section, ...] = (
     header_section,
     claims_section,
     problems_section,
     overview_section,
     comparison_section,
+    era_comparison_section,
     transfer_section,
     statistics_section,
     settings_section,
     environment_section,
+    departures_section,
     hardware_section,
     figures_section,
     not_reproduced_section,

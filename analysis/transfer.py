@@ -9,7 +9,7 @@ within a stated tolerance.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from analysis.aggregate import CELL_KEYS, CellSummary
@@ -181,20 +181,29 @@ def relative_times(cells: Sequence[CellSummary]) -> list[RelativeTime]:
 
 # --- GPU / CPU speedups --------------------------------------------------------------------
 
-PAIR_KEYS: tuple[str, ...] = ("workload", "framework", "profile", "data_source")
+PAIR_KEYS: tuple[str, ...] = ("workload", "framework", "era", "profile", "data_source")
+
+
+def paired_cells(cells: Iterable[CellSummary], keys: Sequence[str], side: Callable[[CellSummary], str],
+                 first: str, second: str) -> list[tuple[CellSummary, CellSummary]]:
+    """(first-side cell, second-side cell) pairs that agree on every one of keys, where side(cell) names
+    the cell's side (e.g. its device env 'cpu' or 'gpu'); cells of any other side are left out. Several
+    cells on one side (e.g. two runners) pair with each cell of the other, in sorted key order."""
+    by_side: dict[str, dict[tuple[str, ...], list[CellSummary]]] = {first: {}, second: {}}
+    for cell in cells:
+        if side(cell) in by_side:
+            by_side[side(cell)].setdefault(tuple(cell.key[k] for k in keys), []).append(cell)
+    return [(a, b) for key, firsts in sorted(by_side[first].items()) for a in firsts
+            for b in by_side[second].get(key, [])]
 
 
 def device_pairs(cells: Sequence[CellSummary]) -> list[tuple[CellSummary, CellSummary]]:
-    """(CPU cell, GPU cell) pairs of the same workload, framework, profile and data source.
+    """(CPU cell, GPU cell) pairs of the same workload, framework, era, profile and data source.
 
     The runner may differ (a CPU campaign run locally, a GPU one in a container): it is the same
     experiment on other hardware.
     """
-    by_env: dict[str, dict[tuple[str, ...], list[CellSummary]]] = {"cpu": {}, "gpu": {}}
-    for cell in cells:
-        by_env[device_env(cell.key["device"])].setdefault(tuple(cell.key[k] for k in PAIR_KEYS), []).append(cell)
-    return [(cpu, gpu) for key, cpus in sorted(by_env["cpu"].items()) for cpu in cpus
-            for gpu in by_env["gpu"].get(key, [])]
+    return paired_cells(cells, PAIR_KEYS, lambda c: device_env(c.key["device"]), "cpu", "gpu")
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,10 @@ with one clear line instead of failing every run half an hour in. Three ways it 
   container gets no GPU at all;
 - the host driver is older than the minimum the image's CUDA runtime needs;
 - the image's CUDA predates the GPU's compute capability (e.g. a CUDA 10 image on a Hopper GPU:
-  CUDA 10 knows kernels up to sm_75, Hopper is sm_90 and needs CUDA 11.8).
+  CUDA 10 knows kernels up to sm_75, Hopper is sm_90 and needs CUDA 11.8). The paper-era GPU images
+  are CUDA 9.0 and 9.2 builds (tensorflow-gpu 1.11, mxnet-cu90 1.3.0, torch 0.4.1 cu92, cupy-cuda92
+  4.5.0): they run on GPUs up to Volta (sm_70/72), such as the Tesla P4 (sm_61) the paper used, and
+  are refused on Ampere, Ada and Hopper; the refusal names GPUs that can run them.
 
 The checks are pure functions of versions, so they are unit-tested without a GPU.
 """
@@ -40,6 +43,16 @@ MIN_CUDA_FOR_CC: dict[tuple[int, int], tuple[int, int]] = {
     (7, 0): (9, 0), (7, 2): (9, 2), (7, 5): (10, 0), (8, 0): (11, 0), (8, 6): (11, 1), (8, 7): (11, 4),
     (8, 9): (11, 8), (9, 0): (11, 8), (10, 0): (12, 8), (10, 3): (12, 9), (12, 0): (12, 8), (12, 1): (12, 9),
 }
+
+
+# GPUs named in a refusal as examples of what an image can run on, by compute capability. The DLBench
+# paper measured on a Tesla P4 (6.1); its era's CUDA 9.x builds know kernels up to 7.0 (9.0) or 7.2 (9.2).
+EXAMPLE_GPUS: dict[tuple[int, int], str] = {
+    (3, 7): "Tesla K80", (5, 2): "Tesla M60", (6, 0): "Tesla P100", (6, 1): "Tesla P4",
+    (7, 0): "Tesla V100", (7, 5): "Tesla T4", (8, 0): "A100", (8, 6): "A10", (8, 9): "L4", (9, 0): "H100",
+}
+PAPER_GPU = (6, 1)
+PAPER_NOTE = ", the DLBench paper's GPU"
 
 
 @dataclass(frozen=True)
@@ -85,6 +98,26 @@ def min_cuda(compute_capability: str) -> tuple[int, int]:
     return MIN_CUDA_FOR_CC[max(older)] if older else (0, 0)
 
 
+def newest_cc(cuda: str) -> tuple[int, int]:
+    """The newest compute capability a CUDA `cuda` (x.y) release builds kernels for."""
+    want = _major_minor(cuda)
+    known = [cc for cc, first in MIN_CUDA_FOR_CC.items() if first <= want]
+    if not known:
+        raise UsageError(f"CUDA {cuda} is older than any GPU in the pre-flight table",
+                         "add its compute capabilities to campaign/preflight.py")
+    return max(known)
+
+
+def gpus_that_can(cuda: str) -> str:
+    """Words naming the GPUs an image built for CUDA `cuda` runs on (compute capability up to newest_cc)."""
+    top = newest_cc(cuda)
+    fits = sorted((cc for cc in EXAMPLE_GPUS if cc <= top), reverse=True)
+    picked = fits[:2] + ([PAPER_GPU] if PAPER_GPU in fits[2:] else [])
+    names = ", ".join(f"{EXAMPLE_GPUS[cc]} ({cc[0]}.{cc[1]}{PAPER_NOTE if cc == PAPER_GPU else ''})"
+                      for cc in picked)
+    return f"GPUs of compute capability {top[0]}.{top[1]} or older run it, e.g. {names}"
+
+
 def check(host: HostGpu, image_cuda: str | None, image: str) -> None:
     """Raise UsageError naming the problem and the fix when `image` (built for CUDA `image_cuda`)
     cannot use the host's GPUs; return None when it can. `image_cuda` None = the image has no CUDA."""
@@ -112,6 +145,5 @@ def check(host: HostGpu, image_cuda: str | None, image: str) -> None:
             raise UsageError(
                 f"image {image} carries CUDA {image_cuda}, which has no kernels for {name} (compute capability "
                 f"{cc} needs CUDA >= {first[0]}.{first[1]})",
-                "use the current-era GPU image (ERA=current VARIANT=gpu) on this GPU, or run this era on an "
-                "older GPU",
+                f"{gpus_that_can(image_cuda)}; on this GPU use the current-era GPU image (ERA=current VARIANT=gpu)",
             )

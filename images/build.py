@@ -8,7 +8,9 @@ context this module assembles:
     lock/requirements.txt        images/<framework>/<era>/requirements.txt (requirements-gpu.txt for gpu)
     lock/build-requirements.txt  (when the lock has one) and lock/pip-install-args
     build-inputs/certs/*.crt     optional extra CA certificates (empty when none)
-    build-inputs/wheels/*.whl    optional local wheelhouse, only the files the lock names (empty when none)
+    build-inputs/wheels/*.whl    optional local wheelhouse, only the files the lock names (empty when none),
+                                 plus the files the lock takes from outside the index (images/external.py:
+                                 torch 0.4.1, trusted on first use; their hash lines are added to the staged lock)
     bench/                       the in-image payload: bench/ without other eras' framework modules
 
 The framework's Debian packages (images/frameworks.toml) are build arguments; the labels are set
@@ -28,7 +30,10 @@ DLREPRO_CA_CERTS (':'-separated certificate files; default the first of PIP_CERT
 REQUESTS_CA_BUNDLE, SSL_CERT_FILE that exists), DLREPRO_WHEELHOUSE (':'-separated folders;
 default PIP_FIND_LINKS and --find-links folders in DLREPRO_PIP_ARGS), PIP_INDEX_URL and
 PIP_EXTRA_INDEX_URL (passed to the install stage only), DLREPRO_BUILD_NETWORK (the build's
-network mode, default host: the build's pip then reaches what the host reaches).
+network mode, default host: the build's pip then reaches what the host reaches), DLREPRO_DEBIAN_ARCHIVE
+(paper era: where apt finds Debian's retired releases; default derived inside the build from the base
+image's own apt source), and images/external.py's DLREPRO_TORCH_ARCHIVE, DLREPRO_LOCAL_LOCK and
+DLREPRO_EXTERNAL_CACHE.
 """
 
 from __future__ import annotations
@@ -46,7 +51,7 @@ from pathlib import Path
 
 from bench.errors import UsageError
 from bench.frameworks import ERAS
-from images import envs
+from images import envs, external
 
 REPO = envs.REPO_ROOT
 IMAGES = envs.IMAGES_DIR
@@ -59,6 +64,10 @@ LABEL_PREFIX = "org.dlrepro."
 BASE_IMAGE_VAR = "BASE_IMAGE"
 _PINNED = re.compile(r"(^sha256:[0-9a-f]{64}$)|(@sha256:[0-9a-f]{64}$)")
 _BASE_ARG = re.compile(r"^ARG BASE_IMAGE=(\S+)", re.MULTILINE)
+# A paper-era lock states the CUDA its build was made for in a header line (tensorflow-gpu 1.11 and
+# torch 0.4.1 name no CUDA in their package names).
+_CUDA_LINE = re.compile(r"(?m)^# cuda: (\d+\.\d+)\b")
+DEBIAN_ARCHIVE_VAR = "DLREPRO_DEBIAN_ARCHIVE"
 
 
 def era_packages() -> dict:
@@ -155,7 +164,10 @@ def tag(spec: ImageSpec, base: str | None) -> str:
 
 
 def cuda_of_lock(lock_text: str) -> str | None:
-    """The CUDA runtime (x.y) a lock installs, read from its CUDA wheels; None for a CPU lock."""
+    """The CUDA runtime (x.y) a lock installs, read from its `# cuda:` line or its CUDA wheels; None for a CPU lock."""
+    stated = _CUDA_LINE.search(lock_text)
+    if stated:
+        return stated.group(1)
     # CUDA 12 wheels carry the major version in the name (nvidia-cuda-runtime-cu12, tensorflow[and-cuda]);
     # from CUDA 13 on they do not (nvidia-cuda-runtime==13.0.96, torch 2.13): the version says it.
     runtime = re.search(r"(?m)^nvidia-cuda-runtime(?:-cu\d+)?==(\d+)\.(\d+)", lock_text)
@@ -165,11 +177,18 @@ def cuda_of_lock(lock_text: str) -> str | None:
     return f"{bundled.group(1)}.{bundled.group(2)}" if bundled else None
 
 
-def labels(spec: ImageSpec, base: str | None) -> dict[str, str]:
+def external_label(pin: external.ExternalPin) -> str:
+    """The label carrying the sha256 an external file was trusted with (org.dlrepro.external.<name>)."""
+    return f"{LABEL_PREFIX}external.{_norm(pin.name)}"
+
+
+def labels(spec: ImageSpec, base: str | None, fetched: list[external.FetchedFile] = ()) -> dict[str, str]:
     """Labels every image carries: framework, era, variant, the lock hash, the inputs hash, the base,
-    and for GPU images the CUDA runtime they carry (read by the GPU pre-flight)."""
+    for GPU images the CUDA runtime they carry (read by the GPU pre-flight), and for each file taken
+    from outside the index the sha256 it was trusted with and where from."""
     cuda = cuda_of_lock(spec.lock.read_text()) if spec.variant == "gpu" else None
-    return {**({f"{LABEL_PREFIX}cuda": cuda} if cuda else {}),
+    trusted = {external_label(f.pin): f"sha256:{f.sha256} {f.pin.path}" for f in fetched}
+    return {**({f"{LABEL_PREFIX}cuda": cuda} if cuda else {}), **trusted,
         f"{LABEL_PREFIX}framework": spec.framework, f"{LABEL_PREFIX}era": spec.era,
         f"{LABEL_PREFIX}variant": spec.variant, f"{LABEL_PREFIX}lock-sha256": lock_sha256(spec),
         f"{LABEL_PREFIX}inputs-sha256": inputs_sha256(spec, base),
@@ -225,8 +244,15 @@ def index_build_args() -> dict[str, str]:
     return out
 
 
-def stage_context(spec: ImageSpec, dest: Path) -> dict[str, int]:
-    """Assemble the build context in dest; return how many certificates and wheels went in."""
+def era_build_args(era: str) -> dict[str, str]:
+    """Build arguments only an era's Dockerfile declares: the paper era's DEBIAN_ARCHIVE when set."""
+    archive = os.environ.get(DEBIAN_ARCHIVE_VAR, "").strip()
+    return {"DEBIAN_ARCHIVE": archive} if era == "paper" and archive else {}
+
+
+def stage_context(spec: ImageSpec, dest: Path, fetched: list[external.FetchedFile] = ()) -> dict[str, int]:
+    """Assemble the build context in dest; return how many certificates and wheels went in. `fetched`
+    (external.fetch_all of the lock) adds the files from outside the index with their hash lines."""
     shutil.copy2(spec.dockerfile, dest / "Dockerfile")
     shutil.copy2(INSTALL_SCRIPT, dest / "install-lock.sh")
     (dest / "lock").mkdir()
@@ -249,6 +275,8 @@ def stage_context(spec: ImageSpec, dest: Path) -> dict[str, int]:
                 except OSError:
                     shutil.copy2(whl, wheels / whl.name)
                 n_wheels += 1
+    external.stage(list(fetched), dest / "lock", wheels)
+    n_wheels += len(fetched)
     for path in payload_files(spec.era):
         target = dest / path.relative_to(REPO)
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -304,7 +332,16 @@ def dockerfile_base(spec: ImageSpec) -> str:
     return found.group(1)
 
 
-def ensure_base(docker_client, ref: str) -> None:
+# What to do when the base cannot be pulled: the current era has a registry-free base (make base); the
+# paper era's CPython 3.6 comes only with its Docker Hub image.
+BASE_FIXES = {
+    "current": "make base, then pass BASE_IMAGE=dlrepro/base:bookworm (no registry needed); or RUNNER=local",
+    "paper": "the paper era needs CPython 3.6 from that image (make base has none): pull it where a registry "
+             "answers and 'docker save' it into 'docker load' here, or give its digest as BASE_IMAGE",
+}
+
+
+def ensure_base(docker_client, ref: str, era: str = "current") -> None:
     """The base image is on this engine, pulled if it is not; a UsageError naming the
     registry-free route when it cannot be pulled (offline hosts, no registry)."""
     from docker.errors import APIError, ImageNotFound
@@ -320,8 +357,7 @@ def ensure_base(docker_client, ref: str) -> None:
     except APIError as exc:
         reason = str(exc.explanation or exc).splitlines()[0][:200]
         raise UsageError(f"base image {ref} is not on this engine and cannot be pulled ({reason})",
-                         "make base, then pass BASE_IMAGE=dlrepro/base:bookworm (no registry needed); "
-                         "or RUNNER=local") from None
+                         BASE_FIXES.get(era, BASE_FIXES["current"])) from None
 
 
 def find(docker_client, image_tag: str):
@@ -332,6 +368,17 @@ def find(docker_client, image_tag: str):
         return docker_client.images.get(image_tag)
     except ImageNotFound:
         return None
+
+
+def check_trusted(image, fetched_before: dict[str, dict], spec: ImageSpec) -> None:
+    """UsageError when a reused image carries an external file other than the one versions.local.lock records."""
+    for pin in external.pins_of(spec.lock.read_text()):
+        known = fetched_before.get(pin.path, {}).get("sha256")
+        carried = (image.labels or {}).get(external_label(pin), "")
+        if known and carried and not carried.startswith(f"sha256:{known} "):
+            raise UsageError(f"image {(image.tags or [image.id])[0]} carries {pin.path} {carried.split()[0]}, but "
+                             f"{external.local_lock_path().name} records sha256:{known}",
+                             f"docker rmi {image.id[:19]} to rebuild it with the recorded file")
 
 
 def built_from_lock(docker_client, spec: ImageSpec) -> list:
@@ -358,18 +405,21 @@ def build(docker_client, spec: ImageSpec, base_ref: str | None = None, quiet: bo
     image_tag = tag(spec, base)
     existing = find(docker_client, image_tag)
     if existing is not None:
+        check_trusted(existing, external.recorded(), spec)
         _say(f"image {image_tag} is built ({existing.id[:19]}), reused")
         return existing
-    ensure_base(docker_client, base or dockerfile_base(spec))
-    build_args = {**spec.packages(), **index_build_args()}
+    ensure_base(docker_client, base or dockerfile_base(spec), spec.era)
+    # Files from outside the index (torch 0.4.1): fetched on the host, trusted on first use.
+    fetched = external.fetch_all(spec.lock.read_text())
+    build_args = {**spec.packages(), **index_build_args(), **era_build_args(spec.era)}
     if base:
         build_args[BASE_IMAGE_VAR] = base
     with tempfile.TemporaryDirectory(prefix="dlrepro-build-") as ctx:
-        counts = stage_context(spec, Path(ctx))
+        counts = stage_context(spec, Path(ctx), fetched)
         _say(f"building {image_tag} ({counts['certs']} extra CA files, {counts['wheels']} wheelhouse files) ...")
         log: list[str] = []
         stream = docker_client.api.build(
-            path=ctx, tag=image_tag, buildargs=build_args, labels=labels(spec, base), rm=True, forcerm=True,
+            path=ctx, tag=image_tag, buildargs=build_args, labels=labels(spec, base, fetched), rm=True, forcerm=True,
             decode=True, network_mode=os.environ.get("DLREPRO_BUILD_NETWORK", "host"), pull=False,
         )
         for chunk in stream:
@@ -377,7 +427,8 @@ def build(docker_client, spec: ImageSpec, base_ref: str | None = None, quiet: bo
                 tail = " | ".join(line.strip() for line in log[-5:] if line.strip())
                 raise UsageError(f"building {image_tag} failed: {chunk['error'].strip()[:400]} ({tail[-600:]})",
                                  "check that the package index and Debian mirror are reachable from the build "
-                                 "(DLREPRO_BUILD_NETWORK, DLREPRO_CA_CERTS, DLREPRO_WHEELHOUSE)")
+                                 "(DLREPRO_BUILD_NETWORK, DLREPRO_CA_CERTS, DLREPRO_WHEELHOUSE, "
+                                 "DLREPRO_DEBIAN_ARCHIVE)")
             text = chunk.get("stream", "")
             if text:
                 log.append(text)

@@ -10,7 +10,8 @@ Every Python file of the payload (bench/) except the current-era framework modul
    subprocess.run(text=...)), ``from __future__ import annotations`` and ``list[int]``-style
    annotations, which 3.6 evaluates when it defines a function;
 3. the imports: only the standard library, NumPy, psutil, nvidia-ml-py (``pynvml``) and bench
-   itself, and none of the NumPy names newer than the paper era's NumPy 1.14.
+   itself (a paper-era framework module also its own framework's packages), and none of the NumPy
+   names newer than the paper era's NumPy 1.14.
 
     python -m images.compat [FILE_OR_FOLDER ...]     (default: the payload core)
 
@@ -31,6 +32,11 @@ PAYLOAD = REPO / "bench"
 EXEMPT = (Path("frameworks") / "current",)
 TARGET = (3, 6)
 THIRD_PARTY = {"numpy", "psutil", "pynvml"}
+# What bench/frameworks/<era>/<name>.py may import beside THIRD_PARTY: its framework's own packages.
+FRAMEWORK_PACKAGES = {
+    "tensorflow": {"tensorflow"}, "keras": {"keras", "tensorflow", "theano"}, "pytorch": {"torch"},
+    "mxnet": {"mxnet"}, "chainer": {"chainer", "cupy"}, "theano": {"theano", "scipy"},
+}
 # NumPy names the payload core may not use: added after NumPy 1.14 (the paper era's).
 NEWER_NUMPY = {
     "default_rng": "1.17", "Generator": "1.17", "PCG64": "1.17", "SeedSequence": "1.17", "BitGenerator": "1.17",
@@ -58,7 +64,8 @@ def import_violations(path: Path) -> list[str]:
     """Imports outside the standard library, NumPy, psutil, pynvml and bench; NumPy names newer than 1.14."""
     out = []
     tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-    allowed = set(sys.stdlib_module_names) | THIRD_PARTY | {"bench"}
+    own = FRAMEWORK_PACKAGES.get(path.stem, set()) if path.parent.parent.name == "frameworks" else set()
+    allowed = set(sys.stdlib_module_names) | THIRD_PARTY | {"bench"} | own
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
@@ -76,7 +83,7 @@ def import_violations(path: Path) -> list[str]:
             top, last = name.split(".")[0], name.split(".")[-1]
             if top not in allowed:
                 out.append(f"{path}:{node.lineno}: imports {name}: the payload core may use only the standard "
-                           "library, numpy, psutil and pynvml")
+                           "library, numpy, psutil and pynvml (a framework module also its framework)")
             elif top == "numpy" and last in NEWER_NUMPY:
                 out.append(f"{path}:{node.lineno}: imports {name} (NumPy >= {NEWER_NUMPY[last]})")
     return out

@@ -12,10 +12,13 @@ from typing import Any
 def row(fw: str, wl: str, device: str = "cpu", repeat: int = 1, *, time: float | None = 100.0,
         acc: float | None = 90.0, cpu: float | None = 50.0, mem: float | None = 500.0, gpu: float | None = None,
         status: str = "ok", cause: str | None = None, profile: str = "paper", data_source: str = "real",
-        batch: int = 128, lr: float = 0.01) -> dict[str, Any]:
-    """One run-table row with the columns the checks read (accuracy in percent, as the run table)."""
+        batch: int = 128, lr: float = 0.01, era: str = "current") -> dict[str, Any]:
+    """One run-table row with the columns the checks read (accuracy in percent, as the run table); a
+    paper-era row's id carries "-paper"."""
+    era_tag = "" if era == "current" else f"-{era}"
     return {
-        "run_id": f"{fw}-{wl}-{device}-b{batch}-lr{lr:g}-r{repeat}", "framework": fw, "workload": wl,
+        "run_id": f"{fw}-{wl}-{device}{era_tag}-b{batch}-lr{lr:g}-r{repeat}", "framework": fw, "workload": wl,
+        "era": era,
         "device": device, "runner": "local", "profile": profile, "data_source": data_source, "repeat": repeat,
         "status": status, "failure_cause": cause if status != "ok" else None,
         "training_time_s": time if status == "ok" else None, "test_accuracy": acc if status == "ok" else None,

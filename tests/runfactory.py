@@ -54,7 +54,8 @@ def make_run(campaign: Path, framework: str, workload: str, repeat: int, *,
              cached: dict[str, Any] | None = None, device: str = "cpu", profile: str = "paper",
              runner: str = "local", data_source: str = "real", start: float | None = None,
              run_id: str | None = None, gpu: Sequence[float] | None = None,
-             epoch_times: Sequence[float] | None = None) -> Path:
+             epoch_times: Sequence[float] | None = None, era: str = "current", python: str = "3.11.7",
+             framework_version: str | None = None) -> Path:
     """Write one complete run dir (run.json, metrics.jsonl, monitor.csv, log.txt) and return it.
 
     ``cached`` overrides run.json's monitor summary (default: the true window means), so a test
@@ -62,8 +63,12 @@ def make_run(campaign: Path, framework: str, workload: str, repeat: int, *,
     entrypoint sets it after every finished epoch. ``gpu`` gives GPU utilization samples (one per
     CPU sample; the host then lists a GPU and the environment a CUDA build); ``epoch_times`` the
     per-epoch times of metrics.jsonl (default: training_time split evenly over the epochs).
+    ``era`` is the run's config.era (a paper-era run's default id carries "-paper"), ``python`` the
+    Python it ran on (host.python and environment.python), ``framework_version`` what
+    environment.framework_version records (default "<framework>-1.0").
     """
-    run_id = run_id or f"{framework}-{workload}-{device}-r{repeat}"
+    era_tag = "" if era == "current" else f"-{era}"
+    run_id = run_id or f"{framework}-{workload}-{device}{era_tag}-r{repeat}"
     run_dir = Path(campaign) / run_id
     run_dir.mkdir(parents=True)
     start = T0 + 1000 * repeat if start is None else start
@@ -86,17 +91,17 @@ def make_run(campaign: Path, framework: str, workload: str, repeat: int, *,
         summary.update(gpu="measured", gpu_util_mean_pct=sum(gpu) / len(gpu))
     summary.update(cached or {})
     req = run_request.make(
-        framework=framework, era="current", workload=workload, profile=profile, spec=spec,
+        framework=framework, era=era, workload=workload, profile=profile, spec=spec,
         data={"dataset": spec["dataset"], "source": data_source, "arrays_sha256": "ab" * 32,
               "path": "/data/prepared/" + spec["dataset"], "train_indices": None, "test_indices": None},
         device=device, threads=2, seed=repeat - 1, repeat=repeat, campaign=Path(campaign).name, runner=runner,
         env_id="cd" * 32, image_digest="sha256:" + "ef" * 32 if runner == "docker" else None)
     record = run_record(req, host={"hostname": "testhost", "cpu_model": "Fake CPU", "cpu_count": 2,
-                                   "mem_total_mb": 4096, "os": "Linux",
+                                   "mem_total_mb": 4096, "os": "Linux", "python": python,
                                    "gpus": [{"name": "Fake GPU 16GB"}] if gpu else []})
     record["run_id"] = run_id  # readable names in the tests' tables
     record["environment"].update(
-        framework_version=f"{framework}-1.0", packages={framework: "1.0"}, python="3.11.7",
+        framework_version=framework_version or f"{framework}-1.0", packages={framework: "1.0"}, python=python,
         framework_build={framework: "1.0", **({"cuda": "12.4", "cudnn": "9.1"} if gpu else {})})
     record["device_used"].update(device_name="cpu", threads=2, kernels={"conv": "onednn"})
     record["model"]["trainable_params"] = 1_199_882

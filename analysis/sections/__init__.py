@@ -8,10 +8,12 @@ builder has the same signature and SECTIONS alone decides the order.
 
     overview        header (title, banners), unreadable runs and notes, runs overview
     comparison      comparison with the published numbers, resource use
+    eras            paper era vs current era: the same workloads side by side
     claims          what reproduced: the studies' claims and how each is tested
     transfer        what transfers across hardware (orders, relative times, speedups)
     statistics      the paper's statistics (Wilcoxon, Pearson, bootstrap)
     environment     workload settings, environment, hardware of the published numbers
+    departures      where the paper-era setup departs from the paper, where paper-era runs ran
     not_reproduced  published numbers with no measured counterpart
     outputs         figures and the tables the report was built from
     columns         which key columns the sections' tables show (shared helper)

@@ -29,7 +29,8 @@ def _published_text(p: PublishedValue | None) -> list[str]:
     return [p.value_text, p.qualifier, p.source_text]
 
 
-def _measured_text(cell: CellSummary, est: Estimate, digits: int) -> str:
+def measured_text(cell: CellSummary, est: Estimate, digits: int) -> str:
+    """A cell's estimate as the report prints it ('98.50 ± 6.4 (n=2)'), or why there is none."""
     if est.n == 0:
         causes = cell.failure_causes()
         return "not measured" if cell.ok_rows or not causes else f"no successful run (failed: {causes})"
@@ -55,7 +56,7 @@ def comparison_section(ctx: ReportContext) -> list[Block]:
                 r = ratio(est.mean, ref.value if ref else None)
                 extra: list[Inline] = [_tolerance_cell(cell, est, ref)] if tolerance else []
                 rows.append([*(cell.key[k] for k in keys), *_published_text(ref),
-                             _measured_text(cell, est, digits),
+                             measured_text(cell, est, digits),
                              "—" if r is None else f"{r:.2f}×", *extra, ctx.run_links(cell.rows)])
         headers = [*keys, "published", "qualifier", "source", "measured", "ratio"]
         if tolerance:
@@ -100,12 +101,12 @@ def _resource_table(ctx: ReportContext, keys: list[str]) -> Table:
         for metric, _ in _RESOURCES:
             est = cell.estimates[METRIC_COLUMNS[metric]]
             refs = published_for(cell.key["device"], cell.key["workload"], cell.key["framework"], metric)
-            text = _measured_text(cell, est, 3)
+            text = measured_text(cell, est, 3)
             if refs:
                 text += "; published " + ", ".join(f"{p.value_text} ({p.qualifier}, {p.source_text})"
                                                    for p in refs)
             values.append(text)
         peak = cell.estimates["mem_peak_mb"]
-        rows.append([*(cell.key[k] for k in keys), *values, _measured_text(cell, peak, 3),
+        rows.append([*(cell.key[k] for k in keys), *values, measured_text(cell, peak, 3),
                      ctx.run_links(cell.rows)])
     return Table([*keys, *(t for _, t in _RESOURCES), "memory peak (MB)", "runs"], rows)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from analysis.aggregate import run_python
 from analysis.context import ReportContext
 from analysis.document import Block, Bullets, Heading, Inline, Para, Table
 from analysis.reference import published_hardware
@@ -27,30 +28,39 @@ def _subset_text(n: Any) -> str:
 
 def settings_section(ctx: ReportContext) -> list[Block]:
     """The spec values every framework read, per (workload, profile), and whether they were identical."""
-    groups: dict[tuple[str, str], list[dict]] = {}
+    by_era = _several_eras(ctx)
+    groups: dict[tuple[str, str, str], list[dict]] = {}
     for run in ctx.campaign.runs.values():
-        groups.setdefault((run["config"]["workload"], run["config"]["profile"]), []).append(run)
+        cfg = run["config"]
+        groups.setdefault((cfg["workload"], cfg["era"], cfg["profile"]), []).append(run)
     rows: list[list[Inline]] = []
-    for (workload, profile), runs in sorted(groups.items()):
+    for (workload, era, profile), runs in sorted(groups.items()):
         spec = runs[0]["spec"]
         training, data = spec.get("training") or {}, spec.get("data") or {}
         first = content_hash(spec)
         differ = sorted({r["config"]["framework"] for r in runs if content_hash(r["spec"]) != first})
         reference_fw = runs[0]["config"]["framework"]
         same = "yes" if not differ else f"NO: {', '.join(differ)} differ from {reference_fw}"
-        rows.append([workload, profile, str(training.get("epochs", "—")),
+        rows.append([workload, *([era] if by_era else []), profile, str(training.get("epochs", "—")),
                      str(training.get("batch_size", "—")),
                      _optimizer_text(training.get("optimizer")), str(training.get("loss", "—")),
                      _subset_text(data.get("train_subset")), _subset_text(data.get("test_subset")), same,
                      ctx.runs_links(runs)])
     return [Heading(2, "Workload settings (echoed from run.json)"),
             Para("What every framework's run actually read from the workload spec. 'identical' says whether "
-                 "all runs of the workload and profile carry the same resolved spec."),
-            Table(["workload", "profile", "epochs", "batch", "optimizer", "loss", "train subset",
-                   "test subset", "identical across runs", "runs"], rows)]
+                 "all runs of the workload and profile" + (" (and era)" if by_era else "")
+                 + " carry the same resolved spec."),
+            Table(["workload", *(["era"] if by_era else []), "profile", "epochs", "batch", "optimizer", "loss",
+                   "train subset", "test subset", "identical across runs", "runs"], rows)]
 
 
-def _distinct(values: Iterable[Any]) -> str:
+def _several_eras(ctx: ReportContext) -> bool:
+    """Whether the campaign holds runs of more than one era (the tables then show an era column)."""
+    return len({run["config"]["era"] for run in ctx.campaign.runs.values()}) > 1
+
+
+def distinct(values: Iterable[Any]) -> str:
+    """The distinct recorded values joined by '; ' in first-seen order, or '—' when none was recorded."""
     seen = list(dict.fromkeys(str(v) for v in values if v not in (None, "", {}, [])))
     return "; ".join(seen) if seen else "—"
 
@@ -70,35 +80,37 @@ def _kernels_text(kernels: Any) -> str:
 
 def environment_section(ctx: ReportContext) -> list[Block]:
     """Versions, runner, image digest or environment lock, host and device details per framework."""
-    groups: dict[tuple[str, str, str], list[dict]] = {}
+    by_era = _several_eras(ctx)
+    groups: dict[tuple[str, str, str, str], list[dict]] = {}
     for run in ctx.campaign.runs.values():
         cfg = run["config"]
-        groups.setdefault((cfg["framework"], cfg["device"], cfg["runner"]), []).append(run)
+        groups.setdefault((cfg["framework"], cfg["era"], cfg["device"], cfg["runner"]), []).append(run)
     rows: list[list[Inline]] = []
-    for (framework, device, runner), runs in sorted(groups.items()):
+    for (framework, era, device, runner), runs in sorted(groups.items()):
         envs = [r.get("environment") or {} for r in runs]
         hosts = [r.get("host") or {} for r in runs]
         used = [r.get("device_used") or {} for r in runs]
         rows.append([
-            framework, device, runner,
-            _distinct(e.get("framework_version") for e in envs),
-            _distinct(_kernels_text(e.get("framework_build")) for e in envs),
-            _distinct(e.get("image_digest") or e.get("env_id") for e in envs),
-            _distinct(e.get("python") for e in envs),
-            _distinct(f"{h.get('hostname', '?')}: {h.get('cpu_model', '?')} ({h.get('cpu_count', '?')} CPUs, "
+            framework, *([era] if by_era else []), device, runner,
+            distinct(e.get("framework_version") for e in envs),
+            distinct(_kernels_text(e.get("framework_build")) for e in envs),
+            distinct(e.get("image_digest") or e.get("env_id") for e in envs),
+            distinct(run_python(r) for r in runs),
+            distinct(f"{h.get('hostname', '?')}: {h.get('cpu_model', '?')} ({h.get('cpu_count', '?')} CPUs, "
                       f"{h.get('mem_total_mb', '?')} MB)" for h in hosts if h),
-            _distinct(_gpus_text(h) for h in hosts if h),
-            _distinct(u.get("device_name") for u in used),
-            _distinct(u.get("threads") for u in used),
-            _distinct(_kernels_text(u.get("kernels")) for u in used),
+            distinct(_gpus_text(h) for h in hosts if h),
+            distinct(u.get("device_name") for u in used),
+            distinct(u.get("threads") for u in used),
+            distinct(_kernels_text(u.get("kernels")) for u in used),
             ctx.runs_links(runs),
         ])
     return [Heading(2, "Environment"),
             Para("Exact versions as each run recorded them: the framework, its build (e.g. CUDA and cuDNN where "
                  "the framework reports them), the container image digest or the locked environment's id, the "
                  "host and its GPUs, the device the framework used."),
-            Table(["framework", "device", "runner", "version", "framework build", "image digest / env lock",
-                   "python", "host", "GPUs", "device used", "threads", "kernels", "runs"], rows)]
+            Table(["framework", *(["era"] if by_era else []), "device", "runner", "version", "framework build",
+                   "image digest / env lock", "python", "host", "GPUs", "device used", "threads", "kernels", "runs"],
+                  rows)]
 
 
 def hardware_section(ctx: ReportContext) -> list[Block]:

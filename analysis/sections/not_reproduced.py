@@ -53,8 +53,8 @@ def not_reproduced_section(ctx: ReportContext) -> list[Block]:
     failed_cells = [c for c in ctx.cells if not c.ok_rows]
     if failed_cells:
         blocks.append(Para("Not reproduced — every run of these cells failed:"))
-        blocks.append(Bullets([f"{c.key['workload']} / {c.key['framework']} on {c.key['device']} "
-                               f"({c.key['runner']}): {c.failure_causes()}" for c in failed_cells]))
+        blocks.append(Bullets([f"{c.key['workload']} / {c.key['framework']} ({c.key['era']} era) on "
+                               f"{c.key['device']} ({c.key['runner']}): {c.failure_causes()}" for c in failed_cells]))
     if in_scope:
         blocks.append(Para("Published numbers for this campaign's workloads and devices with no measured "
                            "counterpart here:"))

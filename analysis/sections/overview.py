@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections import Counter
 
+from analysis.aggregate import PAPER_ERA
 from analysis.claims import PAPER_PROFILE
 from analysis.context import ReportContext
 from analysis.document import Block, Bullets, Heading, Para, Table
+from analysis.eras import eras_of, outside_image_rows, outside_image_text, study_python
 from analysis.sections.columns import cell_columns
 
 SYNTHETIC_BANNER = "SYNTHETIC DATA — demo only: accuracy and timing are not comparable to the paper"
@@ -43,6 +45,25 @@ def header_section(ctx: ReportContext) -> list[Block]:
             f"Profile {', '.join(quick)} (not '{PAPER_PROFILE}'): these runs train on subsets of the data "
             "for fewer epochs (see Workload settings), so the paper's numbers are shown for context only; "
             "ratios to them are not a reproduction verdict.", "note"))
+    return blocks + _era_notes(ctx)
+
+
+def _era_notes(ctx: ReportContext) -> list[Block]:
+    """Which eras the campaign holds, and a note when paper-era runs ran outside the study's setup."""
+    rows = ctx.campaign.rows
+    eras = eras_of(rows)
+    blocks: list[Block] = []
+    if len(eras) > 1:
+        counts = ", ".join(f"{sum(r['era'] == e for r in rows)} {e}-era" for e in eras)
+        blocks.append(Para(f"This campaign holds runs of {len(eras)} software eras ({counts}): every table keeps "
+                           "them apart (an era column), and 'Paper era vs current era' sets them side by side."))
+    off = outside_image_rows(rows)
+    if off:
+        text = outside_image_text(off)
+        paper = sum(r["era"] == PAPER_ERA for r in rows)
+        blocks.append(Para(f"{text[0].upper()}{text[1:]}, not the study's setup (CPython {study_python()} in the "
+                           f"paper-era images): {len(off)} of {paper} paper-era runs. See 'Where the paper-era "
+                           "runs ran'.", "note"))
     return blocks
 
 
@@ -80,9 +101,10 @@ def overview_section(ctx: ReportContext) -> list[Block]:
     causes = ", ".join(f"{cause} {n}" for cause, n in sorted(by_cause.items()))
     blocks.append(Para(f"Failed runs by cause: {causes}. They count here but not in the means."))
     blocks.append(Heading(3, "Failed runs"))
+    era = ["era"] if "era" in keys else []
     blocks.append(Table(
-        ["run", "workload", "framework", "device", "repeat", "cause", "message", "run dir"],
-        [[ctx.run_links([r]), r["workload"], r["framework"], r["device"], str(r["repeat"]),
+        ["run", "workload", "framework", *era, "device", "repeat", "cause", "message", "run dir"],
+        [[ctx.run_links([r]), r["workload"], r["framework"], *(r[k] for k in era), r["device"], str(r["repeat"]),
           r["failure_cause"] or "", r["failure_message"] or "", r["run_dir"]] for r in failed],
     ))
     return blocks

@@ -57,11 +57,12 @@ def statistics_section(ctx: ReportContext) -> list[Block]:
                     f"epoch (metrics.jsonl); needs at least {MIN_PEARSON_N} epochs. Published: "
                     + ("; ".join(f"{p.env} {p.value_text} ({p.qualifier}, {p.source_text})" for p in published_r)
                        or "none") + ".")]
+    era = ["era"] if "era" in cell_columns(cells) else []
     corr_rows: list[list[Inline]] = [
-        [c.row["workload"], c.row["framework"], c.row["device"], str(c.row["repeat"]), c.test.text("r"),
-         ctx.run_links([c.row])]
+        [c.row["workload"], c.row["framework"], *(c.row[k] for k in era), c.row["device"], str(c.row["repeat"]),
+         c.test.text("r"), ctx.run_links([c.row])]
         for c in epoch_accuracy_correlations(ctx.campaign.rows, ctx.epochs)]
-    blocks.append(Table(["workload", "framework", "device", "repeat", "Pearson", "run"], corr_rows)
+    blocks.append(Table(["workload", "framework", *era, "device", "repeat", "Pearson", "run"], corr_rows)
                   if corr_rows else Para("No successful run: no correlation to compute."))
 
     blocks += [Heading(3, "Bootstrap intervals of the mean"),

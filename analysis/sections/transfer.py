@@ -57,16 +57,17 @@ def transfer_section(ctx: ReportContext) -> list[Block]:
     blocks.append(Heading(3, "GPU / CPU speedup"))
     sp_rows: list[list[Inline]] = []
     col = METRIC_COLUMNS["training_time"]
+    era = ["era"] if "era" in cols else []
     for s in speedups(cells):
         published = "; ".join(f"{p.value:.3g}× ({p.qualifier}; {p.source})" for p in s.published) or "—"
-        sp_rows.append([s.cpu.key["workload"], s.cpu.key["framework"],
+        sp_rows.append([s.cpu.key["workload"], s.cpu.key["framework"], *(s.cpu.key[k] for k in era),
                         format_number(s.cpu.estimates[col].mean, 4), format_number(s.gpu.estimates[col].mean, 4),
                         "—" if s.value is None else f"{s.value:.3g}×", published, ctx.id_links(s.run_ids)])
     if sp_rows:
         blocks += [Para("Speedup = mean CPU training time / mean GPU training time of the same workload and "
                         "framework (same profile and data)."),
-                   Table(["workload", "framework", "CPU mean (s)", "GPU mean (s)", "speedup", "published", "runs"],
-                         sp_rows)]
+                   Table(["workload", "framework", *era, "CPU mean (s)", "GPU mean (s)", "speedup", "published",
+                          "runs"], sp_rows)]
     else:
         blocks.append(Para("No workload and framework was run on both CPU and GPU in this campaign set. Give a "
                            "CPU and a GPU campaign together (--campaign twice) to get speedups."))

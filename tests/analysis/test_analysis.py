@@ -6,7 +6,6 @@ one failed run) is analysed once per module; the tests check its outputs against
 
 from __future__ import annotations
 
-import csv
 import math
 import re
 import subprocess
@@ -26,6 +25,7 @@ from analysis.reference import (
     published_for,
 )
 from analysis.stats import INSUFFICIENT_DATA, describe, format_estimate
+from tests.analysis.reading import read_csv
 from tests.runfactory import make_run
 
 REPO = Path(__file__).resolve().parents[2]
@@ -72,11 +72,6 @@ def analysed(tmp_path_factory: pytest.TempPathFactory) -> dict:
     return {"campaign": campaign, "out": out, "result": result,
             "md": result.report_md.read_text(encoding="utf-8"),
             "html": result.report_html.read_text(encoding="utf-8")}
-
-
-def read_csv(path: Path) -> list[dict[str, str]]:
-    with open(path, newline="", encoding="utf-8") as fh:
-        return list(csv.DictReader(fh))
 
 
 def find(rows: list[dict[str, str]], **match: str) -> dict[str, str]:

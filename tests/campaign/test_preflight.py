@@ -60,3 +60,31 @@ def test_min_driver_table(cuda, driver):
 def test_unknown_newer_gpu_needs_the_newest_known_cuda():
     assert preflight.min_cuda("12.5") == (12, 9)
     assert preflight.min_cuda("7.5") == (10, 0)
+
+
+# The paper-era GPU images: tensorflow-gpu 1.11 / mxnet-cu90 (CUDA 9.0), torch 0.4.1 cu92 / cupy-cuda92 (CUDA 9.2).
+@pytest.mark.parametrize("cuda", ["9.0", "9.2"])
+@pytest.mark.parametrize(("cc", "name"), [("9.0", "NVIDIA H100 80GB HBM3"), ("8.0", "NVIDIA A100-SXM4-40GB"),
+                                          ("8.9", "NVIDIA L4"), ("7.5", "Tesla T4")])
+def test_paper_era_cuda_9_builds_are_refused_on_newer_gpus_naming_the_gpus_that_can(cuda, cc, name):
+    with pytest.raises(UsageError) as exc:
+        preflight.check(host(ccs=(cc,), names=(name,)), cuda, "dlrepro/tensorflow:paper-gpu-0123456789ab")
+    err = exc.value
+    assert f"CUDA {cuda}" in err.problem and name in err.problem and f"compute capability {cc}" in err.problem
+    newest = "7.0" if cuda == "9.0" else "7.2"
+    assert err.fix.startswith(f"GPUs of compute capability {newest} or older run it")
+    assert "Tesla P4 (6.1, the DLBench paper's GPU)" in err.fix and "Tesla V100 (7.0)" in err.fix
+    assert "\n" not in str(err)
+
+
+@pytest.mark.parametrize(("cc", "name"), [("6.1", "Tesla P4"), ("7.0", "Tesla V100-SXM2-16GB"), ("6.0", "Tesla P100")])
+def test_paper_era_cuda_9_builds_run_on_pascal_and_volta(cc, name):
+    for cuda in ("9.0", "9.2"):
+        assert preflight.check(host(driver="410.48", ccs=(cc,), names=(name,)), cuda, "paper-gpu") is None
+
+
+def test_newest_compute_capability_per_cuda():
+    assert [preflight.newest_cc(c) for c in ("9.0", "9.2", "10.0", "11.2", "12.9")] == [
+        (7, 0), (7, 2), (7, 5), (8, 6), (12, 1)]
+    with pytest.raises(UsageError, match="older than any GPU"):
+        preflight.newest_cc("4.0")

@@ -238,3 +238,44 @@ def test_host_edits_keep_every_tag_and_payload_edits_change_them(tmp_path):
         fh.write("\n# an edit inside the payload\n")
     after = _tags(repo)
     assert all(a != b for a, b in zip(after, before)), "every image carries the payload's monitor"
+
+
+def test_paper_dockerfile_reads_debian_s_archive_of_retired_releases():
+    text = (REPO / "images" / "paper.Dockerfile").read_text()
+    assert "ARG BASE_IMAGE=python:3.6.15-slim-buster@sha256:e10aa836" in text
+    assert "[check-valid-until=no]" in text and "debian-security /updates" in text
+    assert "ARG DEBIAN_ARCHIVE" in text and ".org" not in text, "the archive's host is derived, not written here"
+    assert images.era_build_args("current") == {}
+
+
+def test_debian_archive_is_a_paper_build_argument_only_when_set(monkeypatch):
+    monkeypatch.delenv(images.DEBIAN_ARCHIVE_VAR, raising=False)
+    assert images.era_build_args("paper") == {}
+    monkeypatch.setenv(images.DEBIAN_ARCHIVE_VAR, "http://mirror.example/retired")
+    assert images.era_build_args("paper") == {"DEBIAN_ARCHIVE": "http://mirror.example/retired"}
+    assert images.era_build_args("current") == {}
+
+
+class _NoRegistry:
+    """A docker client whose engine has no base image and cannot pull one."""
+
+    class images:  # noqa: N801 (mirrors the docker SDK's attribute)
+        @staticmethod
+        def get(ref):
+            from docker.errors import ImageNotFound
+
+            raise ImageNotFound(f"no such image: {ref}")
+
+        @staticmethod
+        def pull(ref):
+            from docker.errors import APIError
+
+            raise APIError("pull access denied", explanation="no route to the registry")
+
+
+@pytest.mark.parametrize(("era", "fix"), [("current", "make base"), ("paper", "CPython 3.6 from that image")])
+def test_a_base_that_cannot_be_pulled_is_one_line_naming_the_way_out(era, fix):
+    spec = images.ImageSpec("pytorch", era)
+    with pytest.raises(UsageError) as exc:
+        images.ensure_base(_NoRegistry(), images.dockerfile_base(spec), era)
+    assert "cannot be pulled" in exc.value.problem and fix in exc.value.fix and "\n" not in str(exc.value)

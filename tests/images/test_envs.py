@@ -53,7 +53,7 @@ def test_build_marker_reuse_and_rebuild(fake_images, tmp_path, capsys):
     assert info.path == tmp_path / "venvs" / info.name
     assert info.python.exists()
     assert (info.path / envs.MARKER).read_text().strip() == sha
-    assert "creating environment for fake" in capsys.readouterr().err
+    assert "creating environment fake-current (first use" in capsys.readouterr().err
 
     # Built: the next call reuses it and says nothing.
     (info.path / "sentinel").write_text("kept")
@@ -79,6 +79,15 @@ def test_lock_for_another_python_is_refused(fake_images):
     with pytest.raises(UsageError) as exc:
         envs.ensure_env("fake")
     assert "Python 2.7" in str(exc.value)
+
+
+def test_a_paper_era_lock_asks_for_a_python_3_6_interpreter():
+    # The local runner cannot install a CPython 3.6 lock into this Python: it says so before building.
+    with pytest.raises(UsageError) as exc:
+        envs.ensure_env("mxnet", "paper")
+    assert str(exc.value).startswith("images/mxnet/paper/requirements.txt was resolved for Python 3.6, but ")
+    assert str(exc.value).endswith(f"is {PY}; set DLREPRO_PYTHON to a Python 3.6 interpreter (or regenerate it "
+                                   "with 'make lock')")
 
 
 def test_failed_install_is_reported_and_not_marked(fake_images):

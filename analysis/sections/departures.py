@@ -1,0 +1,84 @@
+"""Departures from the paper's setup (analysis.departures), and where this campaign's paper-era runs ran."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from analysis.aggregate import PAPER_ERA
+from analysis.context import ReportContext
+from analysis.departures import departures
+from analysis.document import Block, Heading, Inline, Para, Table
+from analysis.eras import on_study_python, outside_image_rows, outside_image_text, study_python
+from analysis.sections.environment import distinct
+
+# The make commands that check the study's own setup where a registry answers.
+STUDY_SETUP_CHECK = "`make images ERA=paper` and a smoke campaign (`make cpu-cnn ERA=paper PROFILE=smoke`)"
+
+
+def paper_rows(ctx: ReportContext) -> list[dict[str, Any]]:
+    """The campaign's paper-era runs."""
+    return [r for r in ctx.campaign.rows if r["era"] == PAPER_ERA]
+
+
+def ran_as(row: dict[str, Any]) -> str:
+    """What a paper-era run's Python and runner make it: the study's setup, or a test environment."""
+    study = on_study_python(row)
+    if study is None:
+        return "Python not recorded"
+    if not study:
+        return outside_image_text([row])
+    where = "in the paper-era image" if row["runner"] == "docker" else f"outside the image ({row['runner']} runner)"
+    return f"the study's Python {study_python()}, {where}"
+
+
+def departures_section(ctx: ReportContext) -> list[Block]:
+    """Every departure with what the paper says, what the kit does, where it is recorded and the runs it
+    concerns; then which paper-era runs ran where. One line when the campaign holds no paper-era run."""
+    heading = Heading(2, "Departures from the paper's setup")
+    mine = paper_rows(ctx)
+    if not mine:
+        return [heading, Para("No paper-era runs in this campaign: the departures of the kit's paper-era setup from "
+                              "the paper (analysis/departures.py) are listed with paper-era runs (e.g. "
+                              "`make cpu-cnn ERA=paper`).")]
+    rows: list[list[Inline]] = []
+    for d in departures():
+        concerned = [r for r in mine if d.concerns(r)]
+        rows.append([d.topic, d.stated, d.kit, "; ".join(s.text() for s in d.sources),
+                     [f"{len(concerned)}:", *ctx.run_links(concerned)] if concerned else "none"])
+    return [
+        heading,
+        Para("Every place where the kit's paper-era setup differs from what the paper states or what its authors' "
+             "logs show, where each is recorded (a path in this repository, or an outside address), and this "
+             "campaign's paper-era runs it concerns. The facts are kept in analysis/departures.py."),
+        Table(["departure", "the paper / the authors' logs", "the kit's paper-era setup", "recorded in",
+               "paper-era runs here"], rows),
+        *where_paper_runs_ran(ctx, mine),
+    ]
+
+
+def where_paper_runs_ran(ctx: ReportContext, mine: list[dict[str, Any]]) -> list[Block]:
+    """Per framework, Python and runner: the paper-era runs, and whether they ran in the study's setup."""
+    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    for row in mine:
+        groups.setdefault((row["framework"], str(row["python"] or "?"), row["runner"]), []).append(row)
+    rows: list[list[Inline]] = [
+        [fw, distinct(r["framework_version"] for r in runs), python, runner,
+         distinct(r["image_digest"] or r["env_id"] for r in runs), ran_as(runs[0]), ctx.run_links(runs)]
+        for (fw, python, runner), runs in sorted(groups.items())]
+    blocks: list[Block] = [
+        Heading(3, "Where the paper-era runs ran"),
+        Para(f"The study's setup is CPython {study_python()} with the paper's framework versions, in the paper-era "
+             "images. Each run records the Python it really ran on (run.json host.python)."),
+        Table(["framework", "version", "Python", "runner", "image digest / env lock", "what these runs are", "runs"],
+              rows),
+    ]
+    off = outside_image_rows(mine)
+    if off:
+        text = outside_image_text(off)
+        blocks.append(Para(f"{len(off)} of {len(mine)} paper-era runs: {text}. They show that the paper-era "
+                           "framework modules train through the kit's entrypoint and monitor; they are not the "
+                           "study's setup, and their numbers are not the paper era's numbers.", "note"))
+    if not any(on_study_python(r) for r in mine):
+        blocks.append(Para(f"No paper-era run here ran on CPython {study_python()}: the study's setup is checked by "
+                           f"{STUDY_SETUP_CHECK} on a machine with registry access."))
+    return blocks
