@@ -148,7 +148,7 @@ def chainer_departure() -> Departure:
         "chainer 4.5.2 does not exist on the package index (Chainer 4.x ends at 4.5.0): the paper-era Chainer "
         f"images pin {_pins_text(pins, 'chainer')}.",
         (Source(PAPER, "Table 2", outside=True),
-         Source("pypi.org/project/chainer/#history", "the 4.x releases end at 4.5.0", outside=True),
+         Source("the package index's release history of chainer", "the 4.x releases end at 4.5.0", outside=True),
          *_pin_sources(pins, "chainer")),
         frameworks=("chainer",), env="gpu")
 

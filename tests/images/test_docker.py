@@ -29,7 +29,7 @@ try:
 except OSError as exc:
     out["network"] = f"refused: {exc}"
 try:
-    socket.getaddrinfo("pypi.org", 443)
+    socket.getaddrinfo("example.com", 443)
     out["dns"] = "resolved"
 except OSError as exc:
     out["dns"] = f"failed: {exc}"
