@@ -6,7 +6,10 @@ SHELL := /bin/bash
 
 PYTHON     ?= python3
 HOST_ENV   := .venv/host
-HOSTPY     := $(HOST_ENV)/bin/python
+# RUNNER=system runs everything on $(PYTHON) as it is, the host stages too, and builds no
+# environment (a machine that reaches no package index); otherwise the host stages run in the host
+# environment, built once from its lock.
+HOSTPY      = $(if $(filter system,$(RUNNER)),$(PYTHON),$(HOST_ENV)/bin/python)
 
 # What to run (override on the command line: make cpu-cnn FRAMEWORKS="pytorch keras" REPEATS=3)
 FRAMEWORKS ?= tensorflow keras pytorch mxnet chainer theano
@@ -21,6 +24,10 @@ DATASETS   ?= mnist imdb
 WORKLOADS  ?=
 DEVICE     ?= cpu
 CAMPAIGN   ?=
+# GPU campaigns run one run per GPU at a time on GPUS (all, or NVML indices: GPUS=0,2); CPU campaigns
+# run PARALLEL runs at once (1: the studies' protocol).
+GPUS       ?= all
+PARALLEL   ?= 1
 # The software era of images and runs: current (today's releases) or paper (the study's versions).
 ERA        ?= current
 # Images (make images/push/pull/verify-lock): variant, registry, and a base pinned by digest
@@ -33,7 +40,7 @@ export BASE_IMAGE
 CAMPAIGN_TARGETS := cpu-cnn gpu-cnn cpu-lstm gpu-lstm
 RUN_ARGS = --frameworks "$(FRAMEWORKS)" --era "$(ERA)" --profile "$(PROFILE)" --repeats "$(REPEATS)" \
            --runner "$(RUNNER)" --data "$(DATA)" $(if $(THREADS),--threads "$(THREADS)") \
-           $(if $(TIMEOUT),--timeout "$(TIMEOUT)")
+           $(if $(TIMEOUT),--timeout "$(TIMEOUT)") --gpus "$(GPUS)" --parallel "$(PARALLEL)"
 
 .PHONY: help host envs demo test test-slow test-all lint lock download run analyze report bench-overhead bench-lstm $(CAMPAIGN_TARGETS)
 .PHONY: base images push pull verify-lock
@@ -45,8 +52,9 @@ help: ## list the targets and variables
 	@echo "  make cpu-cnn    (also gpu-cnn, cpu-lstm, gpu-lstm) a whole study campaign: data, runs, report"
 	@echo
 	@echo "variables: FRAMEWORKS=\"$(FRAMEWORKS)\" PROFILE=$(PROFILE) (paper|quick|smoke) REPEATS=$(REPEATS)"
-	@echo "           RUNNER=$(RUNNER) (auto|docker|local) DATA=$(DATA) (real|synthetic) THREADS CAMPAIGN MIRROR TIMEOUT"
+	@echo "           RUNNER=$(RUNNER) (auto|docker|local|system) DATA=$(DATA) (real|synthetic) THREADS CAMPAIGN MIRROR TIMEOUT"
 	@echo "           ERA=$(ERA) (current|paper); images: VARIANT=$(VARIANT) (cpu|gpu) REGISTRY BASE_IMAGE"
+	@echo "           GPUS=$(GPUS) (all|0,2: one run per GPU at a time) PARALLEL=$(PARALLEL) (CPU runs at once)"
 	@echo "           run: WORKLOADS DEVICE; download: DATASETS=\"$(DATASETS)\""
 
 # The host tools environment (download, campaigns, analysis, tests), built once from its lock.
@@ -57,7 +65,9 @@ $(HOST_ENV)/.complete: images/host/requirements.txt
 	$(HOST_ENV)/bin/python -m pip install -q --require-hashes --no-deps -r $<
 	@touch $@
 
-host: $(HOST_ENV)/.complete
+# With RUNNER=system: only check that $(PYTHON) has what the host stages need (campaign/hostcheck.py).
+host: $(if $(filter system,$(RUNNER)),,$(HOST_ENV)/.complete)
+	@$(if $(filter system,$(RUNNER)),$(PYTHON) -m campaign.hostcheck,:)
 
 envs: host ## build (or check) the local runner's environment of each of FRAMEWORKS for ERA
 	$(HOSTPY) -m images.envs --era "$(ERA)" $(FRAMEWORKS)

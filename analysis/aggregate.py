@@ -35,6 +35,9 @@ RUN_COLUMNS: tuple[str, ...] = (
     "training_time_s", "eval_time_s", "test_accuracy", "epochs", "epochs_planned",
     "cpu_util_mean_pct", "mem_mean_mb", "mem_peak_mb", "gpu_util_mean_pct",
     "monitor_source", "monitor_samples",
+    # Contention over the training window (bench.schema.other_load): other processes' CPU, and on a
+    # GPU the most other processes seen on it; empty for runs whose monitor did not record them.
+    "other_cpu_s", "other_cpu_share_pct", "other_cpu_mean_pct", "gpu_other_procs_max",
     "batch_size", "learning_rate",
     "trainable_params", "runner", "image_digest", "env_id", "framework_version", "python", "run_dir",
 )
@@ -55,7 +58,8 @@ SUMMARY_METRICS: tuple[str, ...] = (
 )
 
 # The run-table columns taken from the monitor summary (bench.schema.summarize_monitor names).
-_MONITOR_SUMMARY_KEYS = ("samples", "cpu_util_mean_pct", "mem_mean_mb", "gpu_util_mean_pct", "mem_peak_mb")
+_MONITOR_SUMMARY_KEYS = ("samples", "cpu_util_mean_pct", "mem_mean_mb", "gpu_util_mean_pct", "mem_peak_mb",
+                         "other_cpu_s", "other_cpu_share_pct", "other_cpu_mean_pct", "gpu_other_procs_max")
 
 # run.json's cached monitor summary disagrees "noticeably" when both limits are exceeded; the
 # absolute floor keeps near-zero values (idle GPU, 0.3 % vs 0.4 %) from raising noise.
@@ -311,6 +315,10 @@ def cached_monitor_summary(run: dict) -> dict[str, float | None]:
         "mem_mean_mb": monitor.get("mem_mean_mb"),
         "mem_peak_mb": monitor.get("mem_peak_mb"),
         "gpu_util_mean_pct": gpu_util,
+        "other_cpu_s": monitor.get("other_cpu_s"),
+        "other_cpu_share_pct": monitor.get("other_cpu_share_pct"),
+        "other_cpu_mean_pct": monitor.get("other_cpu_mean_pct"),
+        "gpu_other_procs_max": monitor.get("gpu_other_procs_max"),
     }
 
 

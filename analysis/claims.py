@@ -79,6 +79,10 @@ class Claim:
     study: str
     statement: str
     check: Callable[[ResultsTable], ClaimResult]
+    # The check reads figures that other load on the machine changes: training or epoch times, or CPU
+    # utilization (system-wide by DLBench's definition); the report names such verdicts when they rest
+    # on a contended run (analysis.contention).
+    load_sensitive: bool = False
 
     @property
     def test(self) -> str:

@@ -139,7 +139,7 @@ figure { margin: 1em 0; } figure img { max-width: 100%; border: 1px solid #ddd; 
 figcaption { font-size: 12.5px; color: #555; } code { background: #f4f4f4; padding: 0 .2em; }
 .tag { font-weight: bold; padding: 0 .3em; border-radius: 3px; white-space: nowrap; }
 .reproduced { background: #d4f4dd; color: #0b5d1e; } .not-reproduced { background: #fbd9d9; color: #8a1010; }
-.insufficient-data { background: #eee; color: #555; }
+.insufficient-data { background: #eee; color: #555; } .contended { background: #ffe1b3; color: #7a4100; }
 .within { color: #0b5d1e; } .outside { color: #8a1010; }
 """
 

@@ -25,6 +25,7 @@ from bench import frameworks, prepared, request, schema, threads
 from bench.errors import UsageError
 from bench.frameworks import NonFiniteLoss
 from bench.frameworks.common import cpu_name
+from bench.gpu import assigned_gpu
 from bench.gpu import probe as gpu_probe
 
 
@@ -56,6 +57,16 @@ def host_info() -> dict:
         "gpu_status": gpus.summary() if not gpus.available else "ok",
         "in_container": Path("/.dockerenv").exists(),
     }
+
+
+def gpu_used(assigned: Optional[dict], devices: list) -> Optional[dict]:
+    """run.json's device_used.gpu: the host GPU the campaign gave this run (bench.gpu.assigned_gpu),
+    named as NVML names it here when it lists that UUID; None when the run was given no GPU."""
+    if assigned is None:
+        return None
+    seen = [d for d in devices if assigned["uuid"] and d.get("uuid") == assigned["uuid"]]
+    return {"index": assigned["index"], "uuid": assigned["uuid"],
+            "name": seen[0].get("name") if seen else assigned["name"]}
 
 
 def classify_failure(exc: BaseException) -> str:
@@ -175,6 +186,9 @@ def run(req: dict, out: Path, data_dir: Optional[Path] = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     data_dir = Path(data_dir or req["data"]["path"])
     record = schema.run_record(req, host=host_info())
+    gpu = gpu_used(assigned_gpu(), record["host"]["gpus"])
+    if gpu is not None:
+        record["device_used"]["gpu"] = gpu
     record["dataset"]["path"] = str(data_dir)
     monitor = start_monitor(out) if req["monitor"] else None
     failure = None

@@ -1,8 +1,10 @@
 """NVIDIA GPU discovery and counters through NVML (nvidia-ml-py), with a plain 'no GPU' answer.
 
 Inside a container NVML reports host PIDs, so nothing here attributes use per process: a run owns
-its device and the device's counters are the run's. CPython 3.6-clean (standard library and
-nvidia-ml-py): the monitor and the entrypoint use it inside images of every era.
+its device and the device's counters are the run's; GpuSampler.other_processes counts the processes
+beside the run on it (count_others states the rule), which marks a run contended. CPython
+3.6-clean (standard library and nvidia-ml-py): the monitor and the entrypoint use it inside images
+of every era.
 """
 
 import ctypes
@@ -86,23 +88,65 @@ def probe() -> GpuStatus:
         return GpuStatus(False, f"NVML error: {exc}")
 
 
+# The host GPU a campaign gave this run (campaign/runners GpuSlot): its NVML index on the host, its
+# UUID and name. Set by every runner for GPU runs; the entrypoint records them, the monitor reads
+# that GPU. Inside a container NVML numbers only the granted GPU (index 0), so the UUID, the same
+# everywhere, is what finds it; locally CUDA_VISIBLE_DEVICES holds the host index.
+GPU_INDEX_VAR = "DLREPRO_GPU_INDEX"
+GPU_UUID_VAR = "DLREPRO_GPU_UUID"
+GPU_NAME_VAR = "DLREPRO_GPU_NAME"
+
+
+def assigned_gpu(environ=None) -> Optional[dict]:
+    """{"index", "uuid", "name"} of the GPU the campaign gave this run, None when it gave none."""
+    environ = os.environ if environ is None else environ
+    index = environ.get(GPU_INDEX_VAR, "").strip()
+    if not index.isdigit():
+        return None
+    return {"index": int(index), "uuid": environ.get(GPU_UUID_VAR) or None, "name": environ.get(GPU_NAME_VAR) or None}
+
+
 def run_device_index() -> int:
     """The NVML index of the GPU the run owns: the first of CUDA_VISIBLE_DEVICES, else 0."""
     visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
     return int(visible) if visible.isdigit() else 0
 
 
-class GpuSampler:
-    """Reads one GPU's counters each call; absent counters come back as None."""
+def run_device_uuid() -> Optional[str]:
+    """The UUID of the GPU the run owns: DLREPRO_GPU_UUID, else a UUID in CUDA_VISIBLE_DEVICES."""
+    given = os.environ.get(GPU_UUID_VAR, "").strip()
+    if given:
+        return given
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
+    return visible if visible.startswith(("GPU-", "MIG-")) else None
 
-    def __init__(self, index: Optional[int] = None) -> None:
-        self.nvml, self.reason = _nvml()
+
+def device_handle(nvml, uuid: Optional[str], index: int):
+    """NVML handle of the run's GPU: by UUID when one is given and NVML knows it, else by index."""
+    if uuid:
+        try:
+            try:
+                return nvml.nvmlDeviceGetHandleByUUID(uuid)
+            except TypeError:  # older bindings take bytes only
+                return nvml.nvmlDeviceGetHandleByUUID(uuid.encode())
+        except nvml.NVMLError:
+            pass  # a UUID this NVML does not list: fall back to the index
+    return nvml.nvmlDeviceGetHandleByIndex(index)
+
+
+class GpuSampler:
+    """Reads one GPU's counters each call; absent counters come back as None.
+
+    The GPU is the run's own: by UUID (`uuid`, else DLREPRO_GPU_UUID), else by NVML index (`index`,
+    else the first of CUDA_VISIBLE_DEVICES, else 0). `nvml` replaces the bindings (tests)."""
+
+    def __init__(self, index: Optional[int] = None, uuid: Optional[str] = None, nvml=None) -> None:
+        self.nvml, self.reason = (nvml, "") if nvml is not None else _nvml()
         self.handle = None
         if self.nvml is not None:
             try:
-                self.handle = self.nvml.nvmlDeviceGetHandleByIndex(
-                    run_device_index() if index is None else index
-                )
+                self.handle = device_handle(self.nvml, uuid or run_device_uuid(),
+                                            run_device_index() if index is None else index)
             except self.nvml.NVMLError as exc:
                 self.reason = f"NVML error: {exc}"
 
@@ -133,3 +177,26 @@ class GpuSampler:
             "gpu_temp_c": self._try(n.nvmlDeviceGetTemperature, n.NVML_TEMPERATURE_GPU),
             "gpu_throttle_reasons": None if throttle is None else f"0x{throttle:x}",
         }
+
+    def other_processes(self, own_pids) -> Optional[int]:
+        """How many processes on this GPU are not the run (count_others' rule), None when NVML
+        cannot list them. `own_pids` are the PIDs of the run's process tree."""
+        if self.handle is None:
+            return None
+        listed = None
+        for name in ("nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetGraphicsRunningProcesses"):
+            fn = getattr(self.nvml, name, None)
+            procs = self._try(fn) if fn is not None else None
+            if procs is not None:
+                listed = (listed or set()) | {p.pid for p in procs}
+        return None if listed is None else count_others(listed, own_pids)
+
+
+def count_others(gpu_pids, own_pids) -> int:
+    """Processes on a GPU that are not the run. When a listed PID is one of the run's, PIDs compare and
+    the answer is the PIDs outside the run; when none is (inside a container NVML gives the host's PIDs),
+    it is the processes listed minus one, the run's own context (exact while a GPU run trains)."""
+    gpu_pids, own_pids = set(gpu_pids), set(own_pids)
+    if gpu_pids & own_pids:
+        return len(gpu_pids - own_pids)
+    return max(len(gpu_pids) - 1, 0)

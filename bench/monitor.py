@@ -8,6 +8,22 @@ killed with SIGKILL keeps all samples up to its last second.
 CPU utilization (dlbench.md Eq. 1-2): for each core i, the share of the interval it was active
 (not idle, not waiting on I/O), in percent; the run's figure is the mean over the n cores.
 The summary run.json keeps is bench.schema.summarize_monitor. CPython 3.6-clean.
+
+Contention (other load beside the run), per sample:
+- other_cpu_pct: CPU used by processes outside the run's tree, in percent of one core: the
+  system-wide active time of all cores minus the tree's CPU time minus the monitor's own (the
+  monitor is outside the tree, and its sampling is the kit's cost, not contention), clamped at 0.
+  Hypervisor steal counts as active, so a noisy neighbour VM shows up here too. Limits: a child
+  of the run that starts and ends between two samples is never seen as a member, so its CPU
+  counts as other; in a container the cores are the host's (/proc/stat), so load on cores the
+  container cannot use counts as well (the figure errs towards reporting contention).
+- gpu_other_procs: processes holding the run's GPU that are not the run (NVML's compute and
+  graphics process lists, one count per PID). Where NVML lists a PID of the run's tree, the count
+  is the listed PIDs outside the tree. Where it lists none of them (inside a container NVML reports
+  the host's PIDs, which never match the container's), the count is the processes listed minus one,
+  taking one to be the run: a GPU run holds a context on its GPU while it trains, so within the
+  training window this is exact; outside it, or for a CPU run, it can be one too low. Some container
+  setups hide other containers' processes from NVML: 0 then means none was seen.
 """
 
 import argparse
@@ -85,6 +101,35 @@ class ProcessTree:
         self._cpu_prev = cpu_now
         return (100.0 * used / dt if dt > 0 else 0.0), rss / 2**20
 
+    @property
+    def pids(self) -> set:
+        """PIDs of the tree's members at the last sample."""
+        return set(self._cpu_prev)
+
+
+class OwnCpu:
+    """The monitor's own CPU use, taken out of the other-process figure: sampling is the kit's cost."""
+
+    def __init__(self) -> None:
+        self.proc = psutil.Process()
+        self._prev = self._seconds()
+
+    def _seconds(self) -> float:
+        t = self.proc.cpu_times()
+        return t.user + t.system
+
+    def sample(self, dt: float) -> float:
+        """Percent of one core this process used since the last call."""
+        now = self._seconds()
+        used, self._prev = now - self._prev, now
+        return 100.0 * used / dt if dt > 0 else 0.0
+
+
+def other_cpu_pct(per_core: list, tree_pct: float, own_pct: float) -> float:
+    """CPU of processes outside the run's tree and the monitor, in percent of one core, clamped at 0
+    (all three are read a few milliseconds apart, so a quiet machine can come out slightly negative)."""
+    return max(0.0, sum(per_core) - tree_pct - own_pct)
+
 
 class Monitor:
     """Samples once per interval on a fixed grid (no drift) and appends rows to monitor.csv."""
@@ -106,6 +151,7 @@ class Monitor:
         prev_cpu = psutil.cpu_times(percpu=True)
         prev_t = time.monotonic()
         self.tree.sample(1.0)  # prime the per-process CPU counters
+        own = OwnCpu()
         rows = 0
         with open(str(self.out), "w", encoding="utf-8", buffering=1) as fh:
             fh.write(schema.monitor_header())
@@ -123,6 +169,7 @@ class Monitor:
                 cpu = psutil.cpu_times(percpu=True)
                 per_core, shares = _busy_shares(prev_cpu, cpu)
                 proc_cpu, rss = self.tree.sample(now_t - prev_t)
+                own_cpu = own.sample(now_t - prev_t)
                 prev_cpu, prev_t = cpu, now_t
                 now = time.time()
                 row = {
@@ -137,6 +184,8 @@ class Monitor:
                     "proc_rss_mb": rss,
                     "sys_mem_used_mb": psutil.virtual_memory().used / 2**20,
                     **self.gpu.sample(),
+                    "other_cpu_pct": other_cpu_pct(per_core, proc_cpu, own_cpu),
+                    "gpu_other_procs": self.gpu.other_processes(self.tree.pids),
                 }
                 fh.write(schema.format_monitor_row(row))
                 fh.flush()  # a SIGKILL of anyone loses at most the row being taken

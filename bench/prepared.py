@@ -9,7 +9,8 @@ dataset is a folder with:
     seq2seq / language models add their own keys, named in meta.json; a workload's [arrays]
     table says which of them play which role (bind_roles).
 - ``meta.json``: {"format_version", "dataset", "source" ("real" | "synthetic"), "arrays_sha256",
-    "num_classes", "keys", "raw_files": {name: sha256}, ...}
+    "num_classes", "keys", "raw_files": {name: sha256}, "raw_verification": {name: how it was
+    verified, e.g. "manifest sha256"}, ...}
 
 A run identifies its data by arrays_sha256; its request names the rows of a subset (the host
 picks them: campaign/requests.py), so this reader needs no random generator.

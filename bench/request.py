@@ -18,8 +18,19 @@ Fields (all required; ``validate`` checks them on write and on read):
   folder on the host; runners may mount it elsewhere), ``train_indices`` and ``test_indices``
   (sorted row numbers of the subset, or null for the whole split).
 - ``device`` (cpu or gpu), ``threads`` (null = all the run may use), ``seed``, ``repeat``.
-- ``campaign``, ``runner``; ``environment``: ``env_id`` (lock sha256 or image id) and
-  ``image_digest`` (docker runs); ``monitor``: false only to time the monitor's own cost.
+- ``campaign``, ``runner`` (one of RUNNERS); ``environment``: ``env_id`` (lock sha256, image id,
+  or for the system runner the sha256 of the installed packages) and ``image_digest`` (docker
+  runs); ``monitor``: false only to time the monitor's own cost.
+
+Optional (absent from older requests, checked when present): ``environment.system``, which system
+runs must carry and others must not: the Python the run uses (``python``, ``executable``), the
+sha256 of its installed packages (``packages_sha256``, equal to ``env_id``) and how they were
+listed (``packages_source``: ``pip freeze``, or ``importlib.metadata`` where pip is absent), the
+versions the framework module reports (``frameworks``, its own package ``framework_package``)
+and the CUDA it was built for (``cuda``, null for a CPU build). ``data.raw_files``: {file name:
+{"sha256", "verified"}}, the raw files the data was prepared from and how each was verified (e.g.
+"sha256 recorded on first download, size verified"); not part of the run's identity, since
+arrays_sha256 already pins the data, so run ids stay as they were.
 
 Standard library only, CPython 3.6-clean.
 """
@@ -35,6 +46,11 @@ REQUEST_VERSION = 1
 REQUEST_FILE = "request.json"
 DEVICES = ("cpu", "gpu")
 ERAS = ("current", "paper")
+# docker: a kit image; local: a virtual environment from a kit lock; system: the Python environment
+# the campaign runs on, as it is (no kit image or lock).
+RUNNERS = ("local", "docker", "system")
+SYSTEM_RUNNER = "system"
+PACKAGES_SOURCES = ("pip freeze", "importlib.metadata")
 
 _OPT_INT = (int, type(None))
 _OPT_STR = (str, type(None))
@@ -65,7 +81,19 @@ DATA_FIELDS = {
     "train_indices": _OPT_LIST,
     "test_indices": _OPT_LIST,
 }
+OPTIONAL_DATA_FIELDS = {"raw_files": (dict,)}
+RAW_FILE_FIELDS = {"sha256": (str,), "verified": (str,)}
 ENVIRONMENT_FIELDS = {"env_id": (str,), "image_digest": _OPT_STR}
+OPTIONAL_ENVIRONMENT_FIELDS = {"system": (dict,)}
+SYSTEM_FIELDS = {
+    "python": (str,),
+    "executable": (str,),
+    "packages_sha256": (str,),
+    "packages_source": (str,),
+    "frameworks": (dict,),
+    "framework_package": (str,),
+    "cuda": _OPT_STR,
+}
 
 
 class RequestError(UsageError):
@@ -90,13 +118,14 @@ def run_id(request: dict) -> str:
     return hashing.content_hash(identity(request))
 
 
-def _check(obj, fields, where):
+def _check(obj, fields, where, optional=None):
+    optional = optional or {}
     if not isinstance(obj, dict):
         raise RequestError(where, f"expected an object, got {type(obj).__name__}")
-    unknown = sorted(set(obj) - set(fields))
+    unknown = sorted(set(obj) - set(fields) - set(optional))
     if unknown:
         raise RequestError(where, f"unknown fields {unknown}")
-    for name, types in fields.items():
+    for name, types in list(fields.items()) + [(n, t) for n, t in optional.items() if n in obj]:
         if name not in obj:
             raise RequestError(where, f"missing field '{name}'")
         value = obj[name]
@@ -110,8 +139,15 @@ def validate(request: dict, where: str = REQUEST_FILE) -> dict:
     _check(request, FIELDS, where)
     if request["request_version"] != REQUEST_VERSION:
         raise RequestError(where, f"request_version {request['request_version']!r} is not {REQUEST_VERSION}")
-    _check(request["data"], DATA_FIELDS, f"{where}: data")
-    _check(request["environment"], ENVIRONMENT_FIELDS, f"{where}: environment")
+    _check(request["data"], DATA_FIELDS, f"{where}: data", OPTIONAL_DATA_FIELDS)
+    for name, entry in sorted(request["data"].get("raw_files", {}).items()):
+        _check(entry, RAW_FILE_FIELDS, f"{where}: data.raw_files.{name}")
+    _check(request["environment"], ENVIRONMENT_FIELDS, f"{where}: environment", OPTIONAL_ENVIRONMENT_FIELDS)
+    if request["runner"] not in RUNNERS:
+        raise RequestError(where, f"runner {request['runner']!r} is not one of {RUNNERS}")
+    problem = system_environment_problem(request["runner"], request["environment"])
+    if problem:
+        raise RequestError(where, problem)
     if request["device"] not in DEVICES:
         raise RequestError(where, f"device {request['device']!r} is not one of {DEVICES}")
     if request["era"] not in ERAS:
@@ -128,16 +164,41 @@ def validate(request: dict, where: str = REQUEST_FILE) -> dict:
     return request
 
 
+def system_environment_problem(runner: str, environment: dict) -> Optional[str]:
+    """What is wrong with an environment block's `system` part for a run of `runner` (None if
+    nothing): system runs must carry a well-formed one naming their env_id, other runs none."""
+    system = environment.get("system")
+    if runner != SYSTEM_RUNNER:
+        return None if system is None else f"environment.system is only for {SYSTEM_RUNNER} runs, not {runner}"
+    if not isinstance(system, dict):
+        return "a system run needs environment.system (its Python, packages sha256 and framework versions)"
+    for name, types in SYSTEM_FIELDS.items():
+        value = system.get(name)
+        if name not in system or isinstance(value, bool) or not isinstance(value, types):
+            expected = " or ".join(t.__name__ for t in types)
+            return f"environment.system.{name} is missing or not {expected}"
+    digest = system["packages_sha256"]
+    if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+        return f"environment.system.packages_sha256 {digest!r} is not a sha256 hex digest"
+    if environment.get("env_id") != digest:
+        return "environment.env_id of a system run must be its environment.system.packages_sha256"
+    if system["packages_source"] not in PACKAGES_SOURCES:
+        return f"environment.system.packages_source {system['packages_source']!r} is not one of {PACKAGES_SOURCES}"
+    return None
+
+
 def make(*, framework: str, era: str, workload: str, profile: str, spec: dict, data: dict, device: str,
          threads: Optional[int], seed: int, repeat: int, campaign: str, runner: str, env_id: str,
-         image_digest: Optional[str] = None, monitor: bool = True) -> dict:
-    """A validated request with its run_id filled in."""
+         image_digest: Optional[str] = None, monitor: bool = True, system: Optional[dict] = None) -> dict:
+    """A validated request with its run_id filled in (`system`: the system runner's environment.system)."""
     request = {
         "request_version": REQUEST_VERSION, "run_id": "", "framework": framework, "era": era,
         "workload": workload, "profile": profile, "spec": spec, "data": data, "device": device,
         "threads": threads, "seed": seed, "repeat": repeat, "campaign": campaign, "runner": runner,
         "environment": {"env_id": env_id, "image_digest": image_digest}, "monitor": monitor,
     }
+    if system is not None:
+        request["environment"]["system"] = system
     request["run_id"] = run_id(request)
     return validate(request, "new request")
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Optional
 
 from bench import atomic
+from bench.request import system_environment_problem
 
 SCHEMA_VERSION = 2
 READABLE_VERSIONS = (1, 2)
@@ -91,6 +92,17 @@ RUN_TIMING_FIELDS = {
     "train_end_unix": OPT_NUM,
     "definition": (str,),
 }
+# dataset.raw_files (optional: runs before it lack it): {file name: these}, copied from the request.
+RUN_RAW_FILE_FIELDS = {"sha256": (str,), "verified": (str,)}
+# The monitor summary's contention figures (optional: runs before them lack them), checked when present.
+RUN_MONITOR_CONTENTION_FIELDS = {
+    "other_cpu_s": OPT_NUM,
+    "other_cpu_share_pct": OPT_NUM,
+    "other_cpu_mean_pct": OPT_NUM,
+    "gpu_other_procs_max": OPT_INT,
+}
+# device_used.gpu (optional: CPU runs and runs before it lack it): the host GPU the campaign gave the run.
+RUN_GPU_FIELDS = {"index": (int,), "uuid": OPT_STR, "name": OPT_STR}
 RUN_RESULTS_FIELDS = {
     "test_accuracy": OPT_NUM,
     "final_loss": OPT_NUM,
@@ -127,6 +139,9 @@ MONITOR_COLUMNS = (
     "gpu_sm_clock_mhz",
     "gpu_temp_c",
     "gpu_throttle_reasons",
+    # Contention (bench.monitor's docstring has the rules); older monitor.csv files lack these.
+    "other_cpu_pct",  # CPU of processes outside the run's tree and the monitor, 100 = one core
+    "gpu_other_procs",  # processes on the run's GPU that are not the run
 )
 MONITOR_INTERVAL_S = 1.0
 
@@ -168,11 +183,20 @@ def validate_run(obj: dict, where: str = RUN_FILE) -> dict:
     _check_fields(obj["config"], RUN_CONFIG_FIELDS, f"{where}: config")
     _check_fields(obj["timing"], RUN_TIMING_FIELDS, f"{where}: timing")
     _check_fields(obj["results"], RUN_RESULTS_FIELDS, f"{where}: results")
+    _check_fields(obj["monitor"], {k: t for k, t in RUN_MONITOR_CONTENTION_FIELDS.items() if k in obj["monitor"]},
+                  f"{where}: monitor")
+    _check_raw_files(obj["dataset"].get("raw_files"), f"{where}: dataset.raw_files")
+    if "gpu" in obj["device_used"]:
+        _check_fields(obj["device_used"]["gpu"], RUN_GPU_FIELDS, f"{where}: device_used.gpu")
     if obj["config"]["runner"] == "docker":
         # A container run names the exact image it ran in.
         image = obj["environment"].get("image_digest")
         if not isinstance(image, str) or "sha256:" not in image:
             raise SchemaError(f"{where}: a docker run needs environment.image_digest (sha256:... or name@sha256:...)")
+    # A system run names the environment it found (no kit image or lock stands behind it).
+    system_problem = system_environment_problem(obj["config"]["runner"], obj["environment"])
+    if system_problem:
+        raise SchemaError(f"{where}: {system_problem}")
     if obj["status"] not in STATUSES:
         raise SchemaError(f"{where}: status {obj['status']!r} is not one of {STATUSES}")
     failure = obj["failure"]
@@ -182,6 +206,16 @@ def validate_run(obj: dict, where: str = RUN_FILE) -> dict:
     elif failure is not None:
         raise SchemaError(f"{where}: status ok but failure is set")
     return obj
+
+
+def _check_raw_files(raw_files, where):
+    """dataset.raw_files, when present: {file name: {"sha256", "verified"}}."""
+    if raw_files is None:
+        return
+    if not isinstance(raw_files, dict):
+        raise SchemaError(f"{where}: expected an object, got {type(raw_files).__name__}")
+    for name, entry in sorted(raw_files.items()):
+        _check_fields(entry, RUN_RAW_FILE_FIELDS, f"{where}.{name}")
 
 
 def _upgrade(obj):
@@ -214,6 +248,9 @@ def run_record(request: dict, host: Optional[dict] = None, failure: Optional[dic
     """
     data = request["data"]
     env = request["environment"]
+    environment = {"runner": request["runner"], "env_id": env["env_id"], "image_digest": env["image_digest"]}
+    if "system" in env:  # the system runner's record of the environment it found
+        environment["system"] = env["system"]
     return {
         "schema_version": SCHEMA_VERSION,
         "run_id": request["run_id"],
@@ -221,9 +258,8 @@ def run_record(request: dict, host: Optional[dict] = None, failure: Optional[dic
         "failure": failure or {"cause": "crash", "message": "did not finish"},
         "config": {key: request[key] for key in RUN_CONFIG_FIELDS},
         "spec": request["spec"],
-        "dataset": {"name": data["dataset"], "source": data["source"], "sha256": data["arrays_sha256"],
-                    "path": data["path"]},
-        "environment": {"runner": request["runner"], "env_id": env["env_id"], "image_digest": env["image_digest"]},
+        "dataset": _dataset_record(data),
+        "environment": environment,
         "host": host or {},
         "device_used": {"requested": request["device"]},
         "model": {},
@@ -234,6 +270,15 @@ def run_record(request: dict, host: Optional[dict] = None, failure: Optional[dic
         "started_at": _now(),
         "finished_at": None,
     }
+
+
+def _dataset_record(data: dict) -> dict:
+    """run.json's dataset section from the request's data (raw_files only where the request has them)."""
+    dataset = {"name": data["dataset"], "source": data["source"], "sha256": data["arrays_sha256"],
+               "path": data["path"]}
+    if "raw_files" in data:
+        dataset["raw_files"] = data["raw_files"]
+    return dataset
 
 
 def finish(record: dict, failure: Optional[dict]) -> dict:
@@ -328,12 +373,18 @@ def read_monitor(run_dir: Path):
         header = next(reader, None)
         if header is None:
             return
-        if tuple(header) != MONITOR_COLUMNS:
-            raise SchemaError(f"{path}: header does not match schema version {SCHEMA_VERSION}")
+        # Files of older kits lack the columns added since (read as empty cells); a column this kit
+        # does not know means a newer kit wrote the file.
+        unknown = [col for col in header if col not in MONITOR_COLUMNS]
+        if unknown or len(set(header)) != len(header):
+            raise SchemaError(f"{path}: header does not match schema version {SCHEMA_VERSION} "
+                              f"(unknown or repeated columns {unknown or header})")
         for cells in reader:
-            if len(cells) != len(MONITOR_COLUMNS):
+            if len(cells) != len(header):
                 continue
-            yield {col: _cell(col, cell) for col, cell in zip(MONITOR_COLUMNS, cells)}
+            row = dict.fromkeys(MONITOR_COLUMNS)
+            row.update((col, _cell(col, cell)) for col, cell in zip(header, cells))
+            yield row
 
 
 _TEXT_COLUMNS = {"cpu_per_core_pct", "gpu_throttle_reasons"}
@@ -387,6 +438,36 @@ def summarize_monitor(rows: list, t0: Optional[float] = None, t1: Optional[float
         "gpu_mem_peak_mb": peak("gpu_mem_used_mb"),
         "gpu_power_mean_w": mean("gpu_power_w"),
         "gpu_energy_j": (energy[-1] - energy[0]) if len(energy) > 1 else None,
+        **other_load(window_rows),
+    }
+
+
+def other_load(window_rows: list) -> dict:
+    """Contention over a window's samples: other processes' CPU seconds (other_cpu_pct times each
+    sample's interval: the gap to the previous sample, the nominal interval for the first), their
+    share of the machine's capacity (all cores over the seconds those samples cover) and mean in
+    percent of one core, and the most processes seen on the run's GPU besides the run. None where
+    the samples do not record it (monitor.csv of older kits)."""
+    other_s = capacity_s = covered_s = 0.0
+    measured = 0
+    prev_t = None
+    for row in window_rows:
+        t = row["time_unix"]
+        dt = MONITOR_INTERVAL_S if prev_t is None else t - prev_t
+        prev_t = t
+        other, cores = row.get("other_cpu_pct"), row.get("cpu_per_core_pct")
+        if other is None or not cores:
+            continue
+        measured += 1
+        other_s += other / 100.0 * dt
+        capacity_s += len(cores.split(";")) * dt
+        covered_s += dt
+    gpu = [r["gpu_other_procs"] for r in window_rows if r.get("gpu_other_procs") is not None]
+    return {
+        "other_cpu_s": other_s if measured else None,
+        "other_cpu_share_pct": 100.0 * other_s / capacity_s if capacity_s > 0 else None,
+        "other_cpu_mean_pct": 100.0 * other_s / covered_s if covered_s > 0 else None,
+        "gpu_other_procs_max": int(max(gpu)) if gpu else None,
     }
 
 

@@ -3,6 +3,7 @@
 specs (workload specs, campaign/workloads/*.toml, and the campaign targets, targets.toml),
 requests (one run resolved into its run request), plan (the matrix, the planned runs, the campaign
 folder's settings), execute (run what is missing, publish each run folder atomically), runners
-(local virtual environments, docker containers), preflight (can this host's GPUs run an image's
-CUDA), and benchmarks of the kit itself (overhead, epochtimes). Command line: `python -m campaign`.
+(local virtual environments, docker containers, the system Python as it is), preflight (can this
+host's GPUs run an image's CUDA), hostcheck (can this Python run the host stages as it is), and
+benchmarks of the kit itself (overhead, epochtimes). Command line: `python -m campaign`.
 """

@@ -29,7 +29,8 @@ def _run_args(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--era", default="current", help="current (today's releases) or paper (the study's versions)")
     ap.add_argument("--profile", default="paper")
     ap.add_argument("--repeats", default="5")
-    ap.add_argument("--runner", default="local", help="local, docker, or auto (docker where an engine answers)")
+    ap.add_argument("--runner", default="local",
+                    help="local, docker, system (this Python as it is), or auto (docker where an engine answers)")
     ap.add_argument("--data", dest="data_source", default="real", help="real or synthetic")
     ap.add_argument("--data-root", type=Path, default=Path("data"))
     ap.add_argument("--results", type=Path, default=Path("results"))
@@ -38,6 +39,9 @@ def _run_args(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--timeout", type=float, default=None, help="seconds per run (default 24 h)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--retry-failed", action="store_true")
+    ap.add_argument("--gpus", default="all",
+                    help="GPU campaigns: 'all' or comma-separated NVML indices (0,2); one run per GPU at a time")
+    ap.add_argument("--parallel", default="1", help="CPU campaigns: runs at once (default 1, the studies' protocol)")
     return ap.parse_args(argv)
 
 
@@ -60,6 +64,30 @@ def _threads(text: str) -> int:
     return int(text)
 
 
+def _parallel(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise UsageError(f"PARALLEL must be a positive whole number, got '{text}'", "set e.g. PARALLEL=1")
+    return int(text)
+
+
+def _slots(device: str, gpus: str, parallel: int) -> list:
+    """What execute() runs on: one GpuSlot per GPU of a GPU campaign (GPUS), else `parallel` CPU slots."""
+    from bench.gpu import probe
+    from campaign.runners import gpu_slots
+
+    if device != "gpu":
+        if parallel > 1:
+            print(f"note: {parallel} runs at once (PARALLEL={parallel}): their timings share this machine's cores",
+                  flush=True)
+        return [None] * parallel
+    slots = gpu_slots(probe().devices, gpus)
+    if not slots:
+        raise UsageError("NVML lists no GPU to run on", "check nvidia-smi, or run the cpu-* target")
+    print(f"GPUs: {', '.join(s.label() for s in slots)} (one run per GPU at a time; GPUS=... to choose)",
+          flush=True)
+    return slots
+
+
 def cmd_run(argv: list[str]) -> int:
     """Expand the matrix, prepare environments, run what is missing."""
     from bench.gpu import probe
@@ -75,7 +103,8 @@ def cmd_run(argv: list[str]) -> int:
         require_gpu(a.target or "this campaign")
     name = a.campaign or a.target or "adhoc"
     threads = _threads(a.threads)
-    runner = runners.get(a.runner, device, a.era)
+    slots = _slots(device, a.gpus, _parallel(a.parallel))
+    runner = runners.get(a.runner, device, a.era, tuple(s for s in slots if s is not None))
     print(f"campaign '{name}': {len(matrix.frameworks)} frameworks x {len(matrix.workloads)} workloads x "
           f"{matrix.repeats} repeats on {device} ({matrix.era} era, {matrix.profile} profile, {matrix.data_source} "
           f"data, {runner.name} runner, {threads} threads)", flush=True)
@@ -84,7 +113,8 @@ def cmd_run(argv: list[str]) -> int:
               flush=True)
     campaign_dir = a.results / name
     runs = plan.plan(matrix, runner, name, campaign_dir, a.data_root, threads)
-    counts = execute.execute(runs, runner, campaign_dir, a.timeout or execute.DEFAULT_TIMEOUT_S, a.retry_failed)
+    counts = execute.execute(runs, runner, campaign_dir, a.timeout or execute.DEFAULT_TIMEOUT_S, a.retry_failed,
+                             slots)
     print(f"campaign '{name}': {counts['ok']} ok, {counts['failed']} failed, {counts['skipped']} done "
           f"earlier; results in {campaign_dir}", flush=True)
     return 0

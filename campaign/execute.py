@@ -5,20 +5,29 @@ into `<id>.partial/` (its request.json first) and renamed to `<id>/` only once i
 written, so an interrupted campaign leaves nothing that looks complete and resumes where it
 stopped. A run whose process died without a run.json gets one from the host, made by the same
 constructor the entrypoint uses (bench.schema.run_record), with the cause the host observed.
+
+Runs go one at a time by default (the studies' protocol on CPU). Given several slots (a GPU
+campaign: one GpuSlot per GPU; a CPU campaign asked for --parallel N: N empty slots), up to one run
+per slot is in flight at once, each on its own thread (runners block in a subprocess or a container
+wait), each given its slot's GPU. Stopped with Ctrl-C, the runs in flight are killed (the runner's
+abort()) and left as .partial folders, to be run again when the campaign resumes.
 """
 
 from __future__ import annotations
 
 import fcntl
 import os
+import queue
 import shutil
+import sys
+import threading
 import time
 from pathlib import Path
 
 from bench import request, schema
 from bench.errors import UsageError
 from campaign.plan import PlannedRun
-from campaign.runners import Outcome, Runner
+from campaign.runners import GpuSlot, Outcome, Runner
 
 DEFAULT_TIMEOUT_S = 24 * 3600  # the study's limit per run
 
@@ -43,18 +52,29 @@ def _log_tail(run_dir: Path, chars: int = 400) -> str:
         return ""
 
 
-def execute_one(run: PlannedRun, runner: Runner, campaign_dir: Path, timeout_s: float | None) -> dict:
-    """Launch a run into its .partial folder, make sure it has a valid run.json, then publish it."""
+def execute_one(run: PlannedRun, runner: Runner, campaign_dir: Path, timeout_s: float | None,
+                gpu: GpuSlot | None = None, stopped: threading.Event | None = None) -> dict | None:
+    """Launch a run into its .partial folder (given `gpu`), make sure it has a valid run.json, then
+    publish it. None, and nothing published, when `stopped` was set meanwhile (the campaign was
+    stopped and the run killed: not a result)."""
+    if stopped is not None and stopped.is_set():
+        return None  # stopped before this thread got to launch it
     partial = (campaign_dir / f"{run.run_id}.partial").resolve()  # runners mount or chdir: absolute
     if partial.exists():
         shutil.rmtree(partial)  # left by an interrupted attempt: never counted as done
     partial.mkdir(parents=True)
     request.write(partial, run.request)
-    outcome = runner.launch(run.request, partial, timeout_s)
+    # The GPU is a launch argument only, never part of the request (a run is the same on any GPU).
+    outcome = (runner.launch(run.request, partial, timeout_s) if gpu is None
+               else runner.launch(run.request, partial, timeout_s, gpu=gpu))
+    if stopped is not None and stopped.is_set():
+        return None
     try:
         record = schema.read_run(partial)
     except (OSError, schema.SchemaError):
         record = schema.run_record(run.request)
+        if gpu is not None:
+            record["device_used"]["gpu"] = {"index": gpu.index, "uuid": gpu.uuid, "name": gpu.name}
         schema.write_run(partial, schema.finish(record, failure_of(outcome, _log_tail(partial))))
     os.rename(partial, campaign_dir / run.run_id)
     return record
@@ -80,32 +100,130 @@ def _describe(record: dict) -> str:
     return f"failed ({record['failure']['cause']}): {record['failure']['message'][:160]}"
 
 
+_SAY = threading.Lock()
+
+
+def _say(line: str) -> None:
+    # One write per line under a lock: runs in flight at once never interleave within a line.
+    with _SAY:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+
+
+def _done_earlier(run: PlannedRun, campaign_dir: Path, retry_failed: bool, head: str) -> bool:
+    """Whether the run is done (ok, or failed and not to be retried): skip it. A failed run to
+    retry is moved aside (kept) first."""
+    final = campaign_dir / run.run_id
+    if not (final / schema.RUN_FILE).exists():
+        return False
+    try:
+        done = schema.read_run(final)
+    except schema.SchemaError as exc:
+        raise UsageError(f"completed run folder {final} is unreadable ({exc})",
+                         "move that folder out of the campaign to redo the run") from None
+    if done["status"] == "ok" or not retry_failed:
+        _say(f"{head}: done earlier ({done['status']}), skipped")
+        return True
+    shutil.move(final, campaign_dir / f".retried-{run.run_id}-{int(time.time())}")
+    return False
+
+
+class _Campaign:
+    """One execute() call: the runner, the folder, the counts, and the runs in flight."""
+
+    def __init__(self, runner: Runner, campaign_dir: Path, timeout_s: float | None, slots: list) -> None:
+        self.runner, self.campaign_dir, self.timeout_s = runner, campaign_dir, timeout_s
+        self.counts = {"ok": 0, "failed": 0, "skipped": 0}
+        self.free: queue.Queue = queue.Queue()
+        self.slots = len(slots)
+        for slot in slots:
+            self.free.put(slot)
+        self.threads: list[threading.Thread] = []
+        self.errors: list[BaseException] = []
+        self.stopped = threading.Event()
+        self._counts_lock = threading.Lock()
+
+    def run(self, head: str, run: PlannedRun, slot: GpuSlot | None) -> None:
+        """Run one, saying where it runs and how it ended."""
+        where = f" on {slot.label()}" if slot is not None else ""
+        _say(f"{head}: running{where}")
+        t0 = time.monotonic()
+        record = execute_one(run, self.runner, self.campaign_dir, self.timeout_s, slot, self.stopped)
+        if record is None:
+            _say(f"{head}: stopped{where}; it runs again when the campaign resumes")
+            return
+        with self._counts_lock:
+            self.counts[record["status"]] += 1
+        _say(f"{head}: {_describe(record)} [{time.monotonic() - t0:.0f} s]{where}")
+
+    def start(self, head: str, run: PlannedRun) -> bool:
+        """Start the run on a thread once a slot is free (blocks until one is); False, and nothing
+        started, once a run in flight has raised."""
+        slot = self.free.get()
+        if self.errors:
+            self.free.put(slot)
+            return False
+
+        def work() -> None:
+            # Registered by the thread itself, before it can launch anything: abort() sets `stopped`
+            # before it reads the list, so a thread it does not see never launches (execute_one).
+            with self._counts_lock:
+                self.threads.append(threading.current_thread())
+            try:
+                self.run(head, run, slot)
+            except BaseException as exc:  # re-raised in the campaign's thread by wait()
+                self.errors.append(exc)
+            finally:
+                self.free.put(slot)
+
+        thread = threading.Thread(target=work, name=f"run-{run.run_id}", daemon=True)
+        thread.start()
+        return True
+
+    def wait(self) -> None:
+        """Wait for every run in flight; re-raise the first error one of them raised."""
+        for _ in range(self.slots):  # each run gives its slot back as its last act
+            self.free.get()
+        if self.errors:
+            raise self.errors[0]
+
+    def abort(self, grace_s: float = 30.0) -> None:
+        """The campaign was stopped: publish nothing more, kill what is in flight, let it wind down."""
+        self.stopped.set()
+        kill = getattr(self.runner, "abort", None)
+        if kill is not None:
+            kill()
+        deadline = time.monotonic() + grace_s
+        with self._counts_lock:
+            threads = list(self.threads)
+        for thread in threads:
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
+
+
 def execute(runs: list[PlannedRun], runner: Runner, campaign_dir: Path, timeout_s: float | None,
-            retry_failed: bool = False) -> dict[str, int]:
-    """Run what is missing, skip what is done; return counts of ok, failed and skipped runs."""
+            retry_failed: bool = False, slots: list[GpuSlot | None] | tuple = (None,)) -> dict[str, int]:
+    """Run what is missing, skip what is done; return counts of ok, failed and skipped runs.
+
+    Up to len(slots) runs are in flight at once, each given a slot of its own: a GpuSlot (a GPU
+    campaign: one run per GPU) or None (a CPU run). One slot (the default) runs them one at a time
+    in this thread, as the studies did."""
+    slots = list(slots) or [None]
     campaign_dir.mkdir(parents=True, exist_ok=True)
     lock = _lock(campaign_dir)
-    counts = {"ok": 0, "failed": 0, "skipped": 0}
+    campaign = _Campaign(runner, campaign_dir, timeout_s, slots)
     try:
         for i, run in enumerate(runs, 1):
-            final = campaign_dir / run.run_id
             head = f"[{i}/{len(runs)}] {run.label} ({run.run_id})"
-            if (final / schema.RUN_FILE).exists():
-                try:
-                    done = schema.read_run(final)
-                except schema.SchemaError as exc:
-                    raise UsageError(f"completed run folder {final} is unreadable ({exc})",
-                                     "move that folder out of the campaign to redo the run") from None
-                if done["status"] == "ok" or not retry_failed:
-                    print(f"{head}: done earlier ({done['status']}), skipped", flush=True)
-                    counts["skipped"] += 1
-                    continue
-                shutil.move(final, campaign_dir / f".retried-{run.run_id}-{int(time.time())}")
-            print(f"{head}: running", flush=True)
-            t0 = time.monotonic()
-            record = execute_one(run, runner, campaign_dir, timeout_s)
-            counts[record["status"]] += 1
-            print(f"{head}: {_describe(record)} [{time.monotonic() - t0:.0f} s]", flush=True)
+            if _done_earlier(run, campaign_dir, retry_failed, head):
+                campaign.counts["skipped"] += 1
+            elif len(slots) == 1:
+                campaign.run(head, run, slots[0])
+            elif not campaign.start(head, run):
+                break
+        campaign.wait()
+    except BaseException:
+        campaign.abort()
+        raise
     finally:
         lock.close()
-    return counts
+    return campaign.counts

@@ -7,7 +7,7 @@ a subset (NumPy's current generator), and the prepared dataset's identity.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -21,22 +21,27 @@ SUBSET_SEED = 0
 
 @dataclass(frozen=True)
 class Dataset:
-    """A prepared dataset as a request names it: where it is, its hash, and its split sizes."""
+    """A prepared dataset as a request names it: where it is, its hash, its split sizes, and the raw
+    files it was prepared from ({name: {"sha256", "verified"}}; empty for folders prepared before
+    that was recorded)."""
 
     name: str
     source: str
     folder: Path
     arrays_sha256: str
     sizes: dict[str, int]
+    raw_files: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class Environment:
-    """What a runner prepared for a framework: its identity (lock sha256 or image id) and, for
-    containers, the image digest run.json records."""
+    """What a runner prepared for a framework: its identity (lock sha256, image id, or the system
+    runner's packages sha256) and, for containers, the image digest run.json records; for the system
+    runner, the environment it found (request environment.system: bench/request.py)."""
 
     env_id: str
     image_digest: str | None = None
+    system: dict | None = None
 
 
 def subset_indices(n: int, k: int | None) -> list[int] | None:
@@ -55,7 +60,15 @@ def find_dataset(data_root: Path, name: str, source: str) -> Dataset:
         fix = (f"run 'make download DATASETS={name}'" if source == "real"
                else f"run 'python -m data synthetic --datasets {name}' (make demo does it)")
         raise UsageError(f"dataset '{name}' ({source}) is not prepared in {folder}", fix) from None
-    return Dataset(name, source, folder.resolve(), meta["arrays_sha256"], prepared.split_sizes(folder))
+    return Dataset(name, source, folder.resolve(), meta["arrays_sha256"], prepared.split_sizes(folder),
+                   raw_files_of(meta))
+
+
+def raw_files_of(meta: dict) -> dict[str, dict[str, str]]:
+    """{raw file: {"sha256", "verified"}} from a prepared dataset's meta.json (data/prepare.py)."""
+    how = meta.get("raw_verification") or {}
+    return {name: {"sha256": digest, "verified": how.get(name, "not recorded (prepared before it was)")}
+            for name, digest in sorted((meta.get("raw_files") or {}).items())}
 
 
 def resolve(*, framework: str, era: str, workload: str, profile: str, spec: dict, dataset: Dataset, device: str,
@@ -68,7 +81,9 @@ def resolve(*, framework: str, era: str, workload: str, profile: str, spec: dict
         "train_indices": subset_indices(dataset.sizes["train"], spec["data"].get("train_subset")),
         "test_indices": subset_indices(dataset.sizes["test"], spec["data"].get("test_subset")),
     }
+    if dataset.raw_files:  # not part of the run's identity (bench/request.py): arrays_sha256 pins the data
+        data["raw_files"] = dataset.raw_files
     return request.make(
         framework=framework, era=era, workload=workload, profile=profile, spec=spec, data=data, device=device,
         threads=threads, seed=seed, repeat=repeat, campaign=campaign, runner=runner, env_id=environment.env_id,
-        image_digest=environment.image_digest, monitor=monitor)
+        image_digest=environment.image_digest, monitor=monitor, system=environment.system)

@@ -3,7 +3,10 @@
 Run ``python -m data --help`` from the repo root. Public API (other code imports these modules):
 
 - data.manifest:  load_manifest(path=None) -> Manifest; Manifest.from_dict(dict); FileSpec, DatasetSpec;
-                  UNVERIFIED (a sha256 no public source pins: refused until the user pins one)
+                  FIRST_DOWNLOAD (a sha256 no public source pins: the first download is kept at the
+                  manifest's size and its sha256 recorded; later copies must match it)
+- data.digests:   the local lock of those sha256s (<root>/raw/digests.local.json): read, recorded,
+                  record, forget, lock_for(raw folder); the VERIFIED_* words meta.json and run.json use
 - data.download:  download(dataset, root, *, mirror=None, manifest=None, retries=2, timeout=60.0,
                   progress=True) -> raw folder; fetch_file(...); candidate_urls(...)
 - data.prepare:   prepare(dataset, raw, out, *, source="real", manifest=None, force=False,

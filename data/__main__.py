@@ -1,8 +1,9 @@
-"""Command line: ``python -m data {download,synthetic,prepare,list}`` (run from the repo root).
+"""Command line: ``python -m data {download,synthetic,prepare,list,forget}`` (run from the repo root).
 
   python -m data download  [--datasets mnist imdb] [--mirror URL] [--root data]
-      fetch each file (user mirror first, then the manifest's mirrors), verify sha256,
-      then prepare into <root>/prepared/<dataset>/
+      fetch each file (user mirror first, then the manifest's mirrors), verify sha256 (for a file
+      with no published digest: its size on the first download, whose sha256 is then recorded in
+      <root>/raw/digests.local.json, and that digest later), then prepare into <root>/prepared/<dataset>/
   python -m data synthetic [--datasets mnist imdb] [--root data] [--seed 0] [--size mnist=12000:2000]
       write synthetic files in the real formats to <root>/synthetic/raw/<dataset>/ and
       prepare them into <root>/prepared/<dataset>-synthetic/ (no network)
@@ -10,6 +11,9 @@
       prepare already-downloaded raw files again
   python -m data list      [--root data]
       datasets in the manifest and what exists under the root
+  python -m data forget    DATASET [--root data]
+      drop the sha256s recorded on first download for DATASET, and its raw files, so the next
+      download records a new copy
 
 The user mirror (``--mirror BASE`` or DLREPRO_MIRROR=BASE) serves <BASE>/<dataset>/<file>;
 BASE may be http(s)://, file:// or a local folder. Errors are one line, ``error: <problem>; <fix>``,
@@ -25,8 +29,8 @@ from pathlib import Path
 
 from bench.errors import UsageError, run_cli
 from bench.prepared import META_FILE, SOURCES
-from data import synthetic
-from data.download import MIRROR_ENV, download
+from data import digests, synthetic
+from data.download import MIRROR_ENV, PART_SUFFIX, download
 from data.manifest import Manifest, load_manifest
 from data.paths import DEFAULT_ROOT, prepared_dir, raw_dir
 from data.prepare import prepare
@@ -64,6 +68,10 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("list", help="datasets of the manifest and their state under --root")
     common(p, datasets=False)
+
+    p = sub.add_parser("forget", help="drop a dataset's sha256s recorded on first download, and its raw files")
+    common(p, datasets=False)
+    p.add_argument("dataset", help="the dataset whose recorded digests to drop")
     return parser
 
 
@@ -103,13 +111,40 @@ def _list(manifest: Manifest, root: Path) -> None:
         have = sum((raw_dir(root, name) / f.name).is_file() for f in spec.files)
         ready = [src for src in SOURCES if (prepared_dir(root, name, src) / META_FILE).is_file()]
         files = f"{len(spec.files)} file{'s' if len(spec.files) != 1 else ''}"
-        unpinned = [f.name for f in spec.files if not f.pinned]
-        pins = f"; sha256 NOT PINNED for {', '.join(unpinned)}" if unpinned else ""
+        pins = "".join(f"; {_first_download_text(root, name, f.name)}" for f in spec.files if f.first_download)
         megabytes = f"{size / 1e6:.1f} MB" if all(f.size is not None for f in spec.files) else "size not pinned"
         print(f"{name:10} {files}, {megabytes}; downloaded {have}/{len(spec.files)}; "
               f"prepared: {', '.join(ready) or 'none'}{pins}")
         if spec.description:
             print(f"{'':10} {spec.description}")
+
+
+def _first_download_text(root: Path, dataset: str, name: str) -> str:
+    """What `list` says about a file with no published digest: the recorded sha256, or that none is yet."""
+    recorded = digests.recorded(digests.lock_for(raw_dir(root, dataset)), dataset, name)
+    if recorded is None:
+        return f"{name}: no published sha256, recorded on first download (size verified; none recorded yet)"
+    return f"{name}: sha256 recorded on first download, size verified: {recorded}"
+
+
+def _forget(manifest: Manifest, root: Path, dataset: str) -> None:
+    """Drop a dataset's recorded digests and its raw files (they would be recorded again as they are)."""
+    spec = manifest.get(dataset)
+    raw = raw_dir(root, dataset)
+    if not any(f.first_download for f in spec.files):
+        raise UsageError(f"every file of {dataset} has a published sha256 in the manifest: nothing was recorded "
+                         "to forget", f"to fetch a file again, delete it from {raw} and run 'python -m data download "
+                         f"--datasets {dataset}'")
+    lock = digests.lock_for(raw)
+    dropped = digests.forget(lock, dataset)
+    removed = []
+    for file in (f for f in spec.files if f.first_download):
+        for path in (raw / file.name, raw / (file.name + PART_SUFFIX)):
+            if path.is_file():
+                path.unlink()
+                removed.append(str(path))
+    print(f"{dataset}: forgot the sha256 recorded on first download for {', '.join(dropped) or 'no file'} "
+          f"(in {lock}); removed {', '.join(removed) or 'no raw file'}. The next download records a new copy.")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -118,6 +153,8 @@ def run(args: argparse.Namespace) -> int:
     progress = not args.quiet
     if args.command == "list":
         _list(manifest, args.root)
+    elif args.command == "forget":
+        _forget(manifest, args.root, args.dataset)
     elif args.command == "download":
         for name in _pick(args.datasets, manifest.names()):
             raw = download(name, args.root, mirror=args.mirror, manifest=manifest, retries=args.retries,

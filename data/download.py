@@ -9,9 +9,14 @@ For each file of a dataset the sources are tried in order:
 
 Bytes stream into ``<file>.part``. An interrupted transfer keeps the .part and resumes it with
 an HTTP Range request (a server that answers 200 instead of 206 sends the whole file, so the
-.part is restarted). A file gets its final name only after its sha256 matched; a mismatch
-deletes the .part and moves on to the next source. HTTPS uses Python's default SSL context, so
-the usual SSL_CERT_FILE / SSL_CERT_DIR and https_proxy variables apply.
+.part is restarted). A file gets its final name only after it verified; a mismatch deletes the
+.part and moves on to the next source. HTTPS uses Python's default SSL context, so the usual
+SSL_CERT_FILE / SSL_CERT_DIR and https_proxy variables apply.
+
+A file verifies when its sha256 equals the manifest's. A file the manifest marks "first-download"
+(no published digest) verifies against the sha256 recorded on its first download in
+<root>/raw/digests.local.json (data/digests.py); with nothing recorded yet, it verifies when its size
+equals the manifest's, and its sha256 is then recorded there.
 """
 
 from __future__ import annotations
@@ -25,12 +30,14 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from bench.errors import UsageError
+from data import digests
 from data.fsutil import sha256_file
-from data.manifest import FileSpec, Manifest, as_manifest, unpinned_error
+from data.manifest import FileSpec, Manifest, as_manifest
 from data.paths import raw_dir
 
 MIRROR_ENV = "DLREPRO_MIRROR"
@@ -43,6 +50,46 @@ _NETWORK_ERRORS = (urllib.error.URLError, http.client.HTTPException, OSError)
 
 class _Interrupted(Exception):
     """The transfer stopped before the whole file arrived; the .part is kept for a resume."""
+
+
+@dataclass(frozen=True)
+class _Expected:
+    """What a copy of one file must be: the manifest's sha256, the one recorded on its first download
+    (``lock`` names where), or, with neither (``sha256`` None), the manifest's size."""
+
+    sha256: str | None
+    size: int | None
+    lock: Path | None = None
+
+    @property
+    def first(self) -> bool:
+        """Whether this is a first download: kept by its size, then its sha256 recorded in ``lock``."""
+        return self.lock is not None and self.sha256 is None
+
+    def check(self, got: str, size: int) -> str | None:
+        """None when a copy with this sha256 and size verifies, else why not (one line)."""
+        if self.sha256 is None:
+            if size == self.size:
+                return None
+            return f"size mismatch: expected {self.size} bytes, got {size} (sha256 {got}; not recorded)"
+        if got == self.sha256:
+            return None
+        if self.lock is not None:
+            return (f"sha256 differs from the one recorded on first download: recorded {self.sha256}, "
+                    f"got {got} ({size} bytes)")
+        return f"sha256 mismatch: expected {self.sha256}, got {got} ({size} bytes)"
+
+    def verified(self) -> str:
+        """The progress line's word for a copy that verified."""
+        if self.sha256 is None:
+            return f"size verified ({self.size} bytes)"
+        return "sha256 verified" + (" (recorded on first download)" if self.lock is not None else "")
+
+
+def _expected(dataset: str, spec: FileSpec, lock: Path) -> _Expected:
+    if spec.pinned:
+        return _Expected(spec.sha256, spec.size)
+    return _Expected(digests.recorded(lock, dataset, spec.name), spec.size, lock)
 
 
 def user_mirror(mirror: str | None = None) -> str | None:
@@ -85,9 +132,6 @@ def download(
     the next source is tried. Raises UsageError (one line: what failed and the fix).
     """
     spec = as_manifest(manifest).get(dataset)
-    for file in spec.files:  # refuse before fetching anything, rather than after the pinned files
-        if not file.pinned:
-            raise unpinned_error(dataset, file)
     dest = raw_dir(root, dataset)
     for file in spec.files:
         fetch_file(dataset, file, dest, mirror=mirror, retries=retries, timeout=timeout, progress=progress)
@@ -104,42 +148,62 @@ def fetch_file(
     timeout: float = 60.0,
     progress: bool = True,
 ) -> Path:
-    """Make ``dest_dir/<spec.name>`` exist with the expected sha256; return its path.
+    """Make ``dest_dir/<spec.name>`` exist and verified; return its path.
 
-    A file the manifest does not pin (sha256 "unverified") is refused: without a digest nothing
-    could tell a good copy from a changed or corrupt one.
+    It verifies by the manifest's sha256, or for a "first-download" file by the sha256 recorded in
+    the lock beside ``dest_dir`` (<root>/raw/digests.local.json); with none recorded yet, by the
+    manifest's size, and its sha256 is then recorded (also for a file already there).
     """
-    if not spec.pinned:
-        raise unpinned_error(dataset, spec)
     dest_dir = Path(dest_dir)
     _mkdir(dest_dir)
     final = dest_dir / spec.name
     label = f"{dataset}/{spec.name}"
     say = _Say(progress)
+    lock = digests.lock_for(dest_dir)
+    expected = _expected(dataset, spec, lock)
     if final.exists():
         got = sha256_file(final)
-        if got == spec.sha256:
-            say(f"{label}: already downloaded, sha256 verified")
+        failure = expected.check(got, final.stat().st_size)
+        if failure is None:
+            say(f"{label}: already downloaded, {expected.verified()}")
+            if expected.first:
+                _record_first(dataset, final, lock, got, final.resolve().as_uri())
             return final
         # Only verified files are renamed to the final name, so this one came from elsewhere.
-        say(f"{label}: existing file has sha256 {got}, expected {spec.sha256}; downloading it again")
+        say(f"{label}: existing file does not verify ({failure}); downloading it again")
         final.unlink()
     part = final.with_name(final.name + PART_SUFFIX)
     failures: list[str] = []
     for url in candidate_urls(dataset, spec, mirror):
-        failure = _from_url(url, spec, part, label, retries, timeout, say)
+        failure, got = _from_url(url, spec, expected, part, label, retries, timeout, say)
         if failure is None:
             os.replace(part, final)
+            if expected.first:
+                _record_first(dataset, final, lock, got, url)
             return final
         say(f"{label}: {url} failed: {failure}")
         failures.append(f"{url} ({failure})")
-    raise _all_failed(dataset, spec, failures, part.exists())
+    raise _all_failed(dataset, spec, expected, failures, part.exists())
+
+
+def _record_first(dataset: str, final: Path, lock: Path, sha256: str, source_url: str) -> None:
+    """Record a first download's digest in the lock, and say so on stderr (even with --quiet: from now
+    on every copy is held to this digest)."""
+    size = final.stat().st_size
+    try:
+        digests.record(lock, dataset, final.name, sha256, size, source_url)
+    except OSError as err:
+        raise _write_error(lock, err) from err
+    print(f"{dataset}/{final.name}: sha256 recorded on first download: {sha256} (size verified, {size} bytes; "
+          f"in {lock})", file=sys.stderr, flush=True)
 
 
 def _from_url(
-    url: str, spec: FileSpec, part: Path, label: str, retries: int, timeout: float, say: _Say
-) -> str | None:
-    """Get one file from one URL into ``part`` and verify it; None on success, else the reason."""
+    url: str, spec: FileSpec, expected: _Expected, part: Path, label: str, retries: int, timeout: float,
+    say: _Say,
+) -> tuple[str | None, str]:
+    """Get one file from one URL into ``part`` and verify it: (None, its sha256) on success, else
+    (the reason, "")."""
     resumes = 0
     restarted = False
     while True:
@@ -151,14 +215,15 @@ def _from_url(
                 resumes += 1
                 say(f"{label}: {err}; resuming ({resumes}/{retries})")
                 continue
-            return f"interrupted: {err}"
+            return f"interrupted: {err}", ""
         except _NETWORK_ERRORS as err:
-            return _reason(err)
+            return _reason(err), ""
         got = sha256_file(part)
-        if got == spec.sha256:
-            say(f"{label}: sha256 verified")
-            return None
         size = part.stat().st_size
+        failure = expected.check(got, size)
+        if failure is None:
+            say(f"{label}: {expected.verified()}")
+            return None, got
         part.unlink()
         if kept and not restarted:
             # The bytes kept from an earlier attempt (maybe another source) may be the bad ones:
@@ -166,7 +231,7 @@ def _from_url(
             restarted = True
             say(f"{label}: resumed file does not verify; downloading it again from the start")
             continue
-        return f"sha256 mismatch: expected {spec.sha256}, got {got} ({size} bytes)"
+        return failure, ""
 
 
 def _transfer(url: str, spec: FileSpec, part: Path, label: str, timeout: float, say: _Say) -> None:
@@ -269,7 +334,9 @@ def _write_error(path: Path, err: OSError) -> UsageError:
     return UsageError(problem, "check its permissions or use another --root")
 
 
-def _all_failed(dataset: str, spec: FileSpec, failures: list[str], partial: bool) -> UsageError:
+def _all_failed(
+    dataset: str, spec: FileSpec, expected: _Expected, failures: list[str], partial: bool
+) -> UsageError:
     label = f"{dataset}/{spec.name}"
     tried = "; ".join(failures) if failures else "no URLs in the manifest"
     fixes = []
@@ -277,6 +344,14 @@ def _all_failed(dataset: str, spec: FileSpec, failures: list[str], partial: bool
         fixes.append(
             f"a source serves a different file than the manifest's sha256 {spec.sha256}: "
             "fix or drop that copy (--mirror / DLREPRO_MIRROR)"
+        )
+    if expected.lock is not None and any("recorded on first download" in f for f in failures):
+        fixes.append(digests.reset_fix(dataset, expected.lock))
+    if any("size mismatch" in f for f in failures):
+        fixes.append(
+            f"a source serves a file of another size than the manifest's {spec.size} bytes, so not the "
+            "published copy: fix or drop that copy (--mirror / DLREPRO_MIRROR), or give your copy's sha256 "
+            "and size in a --manifest copy of data/manifest.toml"
         )
     if partial:
         fixes.append("rerun to resume the partial download")

@@ -1,5 +1,10 @@
 """The dataset manifest: which files make up each dataset, their sha256, and where to get them.
 
+A file no public source pins a digest for has ``sha256 = "first-download"`` (FIRST_DOWNLOAD) and
+must give its published ``size``: its first download is kept only at that size, and its sha256 is
+then recorded in a local lock beside the data (data/digests.py) that every later download and
+prepare must match.
+
 The shipped manifest is data/manifest.toml. Code that needs another one (tests, a site with its
 own copies) passes a :class:`Manifest` or a plain dict of the same shape as the TOML document
 (``{"datasets": {name: {...}}}``, or just ``{name: {...}}``) wherever a ``manifest`` is accepted.
@@ -18,9 +23,9 @@ from bench.errors import UsageError
 
 MANIFEST_FILE = Path(__file__).with_name("manifest.toml")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
-# The sha256 of a file no public source pins (it changes upstream): such a file is listed, with its
-# sources, but download and prepare refuse it until a user pins the digest of their own copy.
-UNVERIFIED = "unverified"
+# The sha256 of a file no public source pins: trusted on first download when its size matches the
+# manifest's, then held to the digest recorded then (data/digests.py).
+FIRST_DOWNLOAD = "first-download"
 
 
 @dataclass(frozen=True)
@@ -34,8 +39,13 @@ class FileSpec:
 
     @property
     def pinned(self) -> bool:
-        """Whether the manifest gives a digest (False for sha256 = "unverified")."""
-        return self.sha256 != UNVERIFIED
+        """Whether the manifest itself gives the digest (False for sha256 = "first-download")."""
+        return self.sha256 != FIRST_DOWNLOAD
+
+    @property
+    def first_download(self) -> bool:
+        """Whether the digest is recorded on first download (the manifest gives only the size)."""
+        return self.sha256 == FIRST_DOWNLOAD
 
 
 @dataclass(frozen=True)
@@ -104,11 +114,16 @@ def _file(entry: Mapping[str, Any], mirrors: list[str], where: str) -> FileSpec:
     if not name or "/" in name or "\\" in name or name in (".", ".."):
         raise UsageError(f"{where} has a file with a bad name {name!r}", "use the published file name")
     sha = str(entry.get("sha256", "")).lower()
-    if not _SHA256.match(sha) and sha != UNVERIFIED:
-        raise UsageError(f"{where}: file {name} has no valid sha256", f"give 64 hex digits (or '{UNVERIFIED}')")
+    if not _SHA256.match(sha) and sha != FIRST_DOWNLOAD:
+        raise UsageError(f"{where}: file {name} has no valid sha256",
+                         f"give 64 hex digits (or '{FIRST_DOWNLOAD}' with its size, where no digest is published)")
     size = entry.get("size")
-    if size is not None and (not isinstance(size, int) or size < 0):
+    if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 0):
         raise UsageError(f"{where}: file {name} has a bad size {size!r}", "give bytes as an integer, or omit")
+    if sha == FIRST_DOWNLOAD and size is None:
+        # The size is all that checks a first download: without it any bytes would be recorded.
+        raise UsageError(f"{where}: file {name} has sha256 '{FIRST_DOWNLOAD}' but no size",
+                         "add size = <bytes> of the published file (a first download is kept only at that size)")
     urls = tuple(str(u) for u in entry.get("urls", ())) or tuple(m + name for m in mirrors)
     return FileSpec(name=name, sha256=sha, size=size, urls=urls)
 
@@ -133,14 +148,3 @@ def as_manifest(manifest: Manifest | Mapping[str, Any] | None) -> Manifest:
     if isinstance(manifest, Manifest):
         return manifest
     return Manifest.from_dict(manifest)
-
-
-def unpinned_error(dataset: str, spec: FileSpec) -> UsageError:
-    """The error for using a file whose sha256 the manifest does not pin (one line, with the fix)."""
-    return UsageError(
-        f"{dataset}/{spec.name} has no pinned sha256 in the manifest (it says '{UNVERIFIED}': the file changes "
-        "upstream and no public source confirms a digest)",
-        f"get your copy (e.g. {spec.urls[0] if spec.urls else 'from the dataset homepage'}), check it, and pin "
-        f"its sha256 (sha256sum {spec.name}) in data/manifest.toml or a --manifest copy; then rerun, with "
-        "--mirror BASE serving BASE/<dataset>/<file> if the hosts are unreachable",
-    )

@@ -1,6 +1,7 @@
 """Where raw and prepared data live under a data root (default ``data/`` in the repo).
 
 <root>/raw/<dataset>/                  downloaded files, each sha256-verified
+<root>/raw/digests.local.json          sha256s recorded on first download (data/digests.py; not in git)
 <root>/synthetic/raw/<dataset>/        synthetic files in the same formats
 <root>/prepared/<dataset>[-synthetic]/ arrays.npz + meta.json (bench.prepared.prepared_dir)
 """

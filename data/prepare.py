@@ -5,7 +5,9 @@ One prepare function per dataset, registered in PREPARERS under the name the man
 own modules (data/cifar.py, svhn.py, ptb.py, manythings.py, each with its synthetic writer).
 Each returns the arrays and dataset-specific meta; :func:`prepare` does the rest the same way for
 all: checks the raw files, skips when already up to date, writes the folder atomically, and
-records sha256s. Real and synthetic data go through the same code.
+records sha256s and how each raw file was verified (meta.json "raw_files" and "raw_verification":
+the manifest's sha256, or the sha256 recorded on first download in data/digests.py's lock). Real and
+synthetic data go through the same code.
 """
 
 from __future__ import annotations
@@ -24,10 +26,10 @@ import numpy as np
 
 from bench.errors import UsageError
 from bench.prepared import ARRAYS_FILE, FORMAT_VERSION, META_FILE, check_source
-from data import cifar, manythings, ptb, svhn, text
+from data import cifar, digests, manythings, ptb, svhn, text
 from data.formats import RawFormatError, read_idx
 from data.fsutil import atomic_folder, sha256_file
-from data.manifest import DatasetSpec, Manifest, as_manifest, unpinned_error
+from data.manifest import DatasetSpec, Manifest, as_manifest
 from data.npz import Arrays, write_npz
 
 # ---------------------------------------------------------------- MNIST
@@ -161,8 +163,10 @@ def prepare(
 ) -> Path:
     """Prepare ``dataset`` from the raw folder into ``out``; return ``out``.
 
-    For source "real" every raw file must match the manifest's sha256. Skips the work when
-    ``out`` already holds a complete folder made by the same code from the same raw bytes.
+    For source "real" every raw file must match the manifest's sha256, or for a "first-download"
+    file the sha256 recorded on its first download (in the lock beside ``raw``: data/digests.py).
+    Skips the work when ``out`` already holds a complete folder made by the same code from the same
+    raw bytes, verified the same way.
     Raises UsageError for missing, corrupt or malformed raw files.
     """
     check_source(source)
@@ -173,8 +177,8 @@ def prepare(
                          f"choose from: {', '.join(sorted(PREPARERS))}")
     raw, out = Path(raw), Path(out)
     redo = _redo_hint(dataset, source)
-    raw_files = _raw_sha256s(spec, raw, source, redo)
-    if not force and is_up_to_date(out, dataset, source, raw_files, preparer.version):
+    raw_files, verification = _raw_sha256s(spec, raw, source, redo)
+    if not force and is_up_to_date(out, dataset, source, raw_files, preparer.version, verification):
         _say(progress, f"{dataset}: {out} is up to date")
         return out
     _say(progress, f"{dataset}: preparing {out} from {raw}")
@@ -192,6 +196,7 @@ def prepare(
             "keys": sorted(arrays),
             "counts": {split: len(arrays[f"y_{split}"]) for split in ("train", "test")},
             "raw_files": raw_files,
+            "raw_verification": verification,
             "prepare_version": preparer.version,
             **extra,
         }
@@ -199,8 +204,10 @@ def prepare(
     return out
 
 
-def is_up_to_date(out: Path, dataset: str, source: str, raw_files: dict[str, str], version: int) -> bool:
-    """Whether ``out`` is a complete prepared folder made from these raw files by this code."""
+def is_up_to_date(out: Path, dataset: str, source: str, raw_files: dict[str, str], version: int,
+                  verification: dict[str, str] | None = None) -> bool:
+    """Whether ``out`` is a complete prepared folder made from these raw files by this code (and, when
+    ``verification`` is given, records that the raw files were verified that way)."""
     try:
         meta = json.loads((Path(out) / META_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -212,23 +219,41 @@ def is_up_to_date(out: Path, dataset: str, source: str, raw_files: dict[str, str
         "raw_files": raw_files,
         "prepare_version": version,
     }
+    if verification is not None:
+        expected["raw_verification"] = verification
     return (Path(out) / ARRAYS_FILE).is_file() and all(meta.get(k) == v for k, v in expected.items())
 
 
-def _raw_sha256s(spec: DatasetSpec, raw: Path, source: str, redo: str) -> dict[str, str]:
-    digests = {}
+def _raw_sha256s(spec: DatasetSpec, raw: Path, source: str, redo: str) -> tuple[dict[str, str], dict[str, str]]:
+    """Each raw file's sha256, and how it was verified ({name: sha256}, {name: how})."""
+    lock = digests.lock_for(raw)
+    found, verification = {}, {}
     for file in spec.files:
-        if source == "real" and not file.pinned:
-            raise unpinned_error(spec.name, file)
         path = raw / file.name
         if not path.is_file():
             raise UsageError(f"{path} is missing", redo)
         digest = sha256_file(path)
-        # Real data must be the published bytes; synthetic files have their own hashes.
-        if source == "real" and digest != file.sha256:
-            raise UsageError(f"{path} has sha256 {digest}, expected {file.sha256}", f"delete it and {redo}")
-        digests[file.name] = digest
-    return digests
+        if source != "real":
+            verification[file.name] = digests.VERIFIED_SYNTHETIC  # synthetic files have their own hashes
+        elif file.pinned:
+            if digest != file.sha256:
+                raise UsageError(f"{path} has sha256 {digest}, expected {file.sha256}", f"delete it and {redo}")
+            verification[file.name] = digests.VERIFIED_MANIFEST
+        else:
+            _check_recorded(spec.name, path, digest, lock, redo)
+            verification[file.name] = digests.VERIFIED_FIRST_DOWNLOAD
+        found[file.name] = digest
+    return found, verification
+
+
+def _check_recorded(dataset: str, path: Path, digest: str, lock: Path, redo: str) -> None:
+    """Refuse a raw file with no published digest unless it matches the one recorded on first download."""
+    recorded = digests.recorded(lock, dataset, path.name)
+    if recorded is None:
+        raise UsageError(f"{path} has no published sha256 and none was recorded on first download (in {lock})",
+                         f"{redo} (it checks the size and records the sha256)")
+    if digest != recorded:
+        raise digests.mismatch_error(dataset, path, recorded, digest, lock)
 
 
 def _redo_hint(dataset: str, source: str) -> str:

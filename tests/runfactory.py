@@ -25,18 +25,24 @@ from bench.schema import (
 from campaign import specs
 
 T0 = 1_700_000_000.0  # train_start_unix of the first run; later runs start later
+SYSTEM_SHA256 = "5a" * 32  # the packages sha256 of the system runner's runs
 
 
 def write_monitor(run_dir: Path, start: float, cpu: Sequence[float], rss: Sequence[float],
-                  outside: bool = True, gpu: Sequence[float] | None = None) -> None:
+                  outside: bool = True, gpu: Sequence[float] | None = None,
+                  other: Sequence[float] | None = None, gpu_others: Sequence[int] | None = None) -> None:
     """monitor.csv with one sample per second from start, plus (if outside) one sample before the
-    training window and one after it, with extreme values a correct window filter must ignore."""
+    training window and one after it, with extreme values a correct window filter must ignore.
+    ``other`` and ``gpu_others`` give the contention columns (other_cpu_pct, gpu_other_procs) per
+    sample; without them those cells stay empty, as in an older kit's file."""
     rows: list[dict[str, Any]] = []
     if outside:
         rows.append({"time_unix": start - 5, "elapsed_s": 0.0, "cpu_util_pct": 100.0, "proc_rss_mb": 99999.0})
     for i, (c, m) in enumerate(zip(cpu, rss, strict=True)):
         rows.append({"time_unix": start + i, "elapsed_s": 5.0 + i, "cpu_util_pct": c, "proc_rss_mb": m,
-                     "cpu_per_core_pct": f"{c};{c}", "gpu_util_pct": gpu[i] if gpu else None})
+                     "cpu_per_core_pct": f"{c};{c}", "gpu_util_pct": gpu[i] if gpu else None,
+                     "other_cpu_pct": other[i] if other else None,
+                     "gpu_other_procs": gpu_others[i] if gpu_others else None})
     if outside:
         rows.append({"time_unix": start + len(cpu) + 5, "elapsed_s": 99.0, "cpu_util_pct": 0.0,
                      "proc_rss_mb": 88888.0})
@@ -44,6 +50,13 @@ def write_monitor(run_dir: Path, start: float, cpu: Sequence[float], rss: Sequen
         fh.write(monitor_header())
         for row in rows:
             fh.write(format_monitor_row(row))
+
+
+def system_environment(framework: str, python: str, gpu: Sequence[float] | None) -> dict[str, Any]:
+    """environment.system of a run of the system runner (bench/request.py), as its prepare() records it."""
+    return {"python": python, "executable": "/usr/bin/python3", "packages_sha256": SYSTEM_SHA256,
+            "packages_source": "pip freeze", "frameworks": {framework: "1.0", "numpy": "2.4.6"},
+            "framework_package": framework, "cuda": "12.4" if gpu else None}
 
 
 def make_run(campaign: Path, framework: str, workload: str, repeat: int, *,
@@ -55,17 +68,20 @@ def make_run(campaign: Path, framework: str, workload: str, repeat: int, *,
              runner: str = "local", data_source: str = "real", start: float | None = None,
              run_id: str | None = None, gpu: Sequence[float] | None = None,
              epoch_times: Sequence[float] | None = None, era: str = "current", python: str = "3.11.7",
-             framework_version: str | None = None) -> Path:
+             framework_version: str | None = None, other: Sequence[float] | None = None,
+             gpu_others: Sequence[int] | None = None) -> Path:
     """Write one complete run dir (run.json, metrics.jsonl, monitor.csv, log.txt) and return it.
 
     ``cached`` overrides run.json's monitor summary (default: the true window means), so a test
     can make the cache disagree with the raw file. A failed run keeps train_end_unix, as the
     entrypoint sets it after every finished epoch. ``gpu`` gives GPU utilization samples (one per
     CPU sample; the host then lists a GPU and the environment a CUDA build); ``epoch_times`` the
-    per-epoch times of metrics.jsonl (default: training_time split evenly over the epochs).
+    per-epoch times of metrics.jsonl (default: training_time split evenly over the epochs);
+    ``other`` and ``gpu_others`` the contention samples (write_monitor).
     ``era`` is the run's config.era (a paper-era run's default id carries "-paper"), ``python`` the
     Python it ran on (host.python and environment.python), ``framework_version`` what
-    environment.framework_version records (default "<framework>-1.0").
+    environment.framework_version records (default "<framework>-1.0"); runner "system" records
+    environment.system (system_environment).
     """
     era_tag = "" if era == "current" else f"-{era}"
     run_id = run_id or f"{framework}-{workload}-{device}{era_tag}-r{repeat}"
@@ -82,20 +98,27 @@ def make_run(campaign: Path, framework: str, workload: str, repeat: int, *,
         writer.write({"epoch": epoch, "loss": 1.0 / epoch, "train_accuracy": acc, "test_accuracy": acc,
                       "epoch_time_s": t, "eval_time_s": 1.0, "end_unix": start + epoch})
     writer.close()
-    write_monitor(run_dir, start, cpu, rss, gpu=gpu)
+    write_monitor(run_dir, start, cpu, rss, gpu=gpu, other=other, gpu_others=gpu_others)
     (run_dir / LOG_FILE).write_text("fake training log\n", encoding="utf-8")
     summary = {"interval_s": 1.0, "samples": len(cpu), "cpu_util_mean_pct": sum(cpu) / len(cpu),
                "mem_mean_mb": sum(rss) / len(rss), "mem_peak_mb": max(rss),
                "gpu": "no GPU: NVML library not found"}
     if gpu:
         summary.update(gpu="measured", gpu_util_mean_pct=sum(gpu) / len(gpu))
+    if other:  # samples 1 s apart on 2 cores (write_monitor)
+        summary.update(other_cpu_s=sum(other) / 100, other_cpu_share_pct=sum(other) / (2 * len(other)),
+                       other_cpu_mean_pct=sum(other) / len(other))
+    if gpu_others:
+        summary.update(gpu_other_procs_max=max(gpu_others))
     summary.update(cached or {})
     req = run_request.make(
         framework=framework, era=era, workload=workload, profile=profile, spec=spec,
         data={"dataset": spec["dataset"], "source": data_source, "arrays_sha256": "ab" * 32,
               "path": "/data/prepared/" + spec["dataset"], "train_indices": None, "test_indices": None},
         device=device, threads=2, seed=repeat - 1, repeat=repeat, campaign=Path(campaign).name, runner=runner,
-        env_id="cd" * 32, image_digest="sha256:" + "ef" * 32 if runner == "docker" else None)
+        env_id=SYSTEM_SHA256 if runner == "system" else "cd" * 32,
+        image_digest="sha256:" + "ef" * 32 if runner == "docker" else None,
+        system=system_environment(framework, python, gpu) if runner == "system" else None)
     record = run_record(req, host={"hostname": "testhost", "cpu_model": "Fake CPU", "cpu_count": 2,
                                    "mem_total_mb": 4096, "os": "Linux", "python": python,
                                    "gpus": [{"name": "Fake GPU 16GB"}] if gpu else []})

@@ -10,9 +10,11 @@ builder has the same signature and SECTIONS alone decides the order.
     comparison      comparison with the published numbers, resource use
     eras            paper era vs current era: the same workloads side by side
     claims          what reproduced: the studies' claims and how each is tested
+    contention      runs whose training absorbed other load, and the verdicts resting on them
     transfer        what transfers across hardware (orders, relative times, speedups)
     statistics      the paper's statistics (Wilcoxon, Pearson, bootstrap)
     environment     workload settings, environment, hardware of the published numbers
+    datasets        the data the runs read: prepared arrays, raw files and how each was verified
     departures      where the paper-era setup departs from the paper, where paper-era runs ran
     not_reproduced  published numbers with no measured counterpart
     outputs         figures and the tables the report was built from

@@ -10,6 +10,7 @@ from analysis.context import ReportContext
 from analysis.document import Block, Bullets, Heading, Inline, Para, Table
 from analysis.reference import published_hardware
 from bench.hashing import content_hash
+from campaign.runners.system import label as system_label
 
 # Reference files the report compares against (their hardware rows are printed).
 COMPARED_FILES = ("dlbench.csv", "from_original_repos.csv")
@@ -78,6 +79,47 @@ def _kernels_text(kernels: Any) -> str:
     return "" if kernels is None else str(kernels)
 
 
+def environment_text(env: dict) -> str | None:
+    """What a run ran in: the system runner's label (its Python, packages sha256 and framework build:
+    no kit image or lock), else the image digest or the locked environment's id."""
+    system = env.get("system")
+    if isinstance(system, dict):
+        return system_label(system)
+    return env.get("image_digest") or env.get("env_id")
+
+
+def system_environments(ctx: ReportContext) -> dict[str, list[dict]]:
+    """The system environments the campaign's runs ran in (label -> runs), in label order."""
+    found: dict[str, list[dict]] = {}
+    for run in ctx.campaign.runs.values():
+        system = (run.get("environment") or {}).get("system")
+        if isinstance(system, dict):
+            found.setdefault(system_label(system), []).append(run)
+    return dict(sorted(found.items()))
+
+
+def system_notes(ctx: ReportContext) -> list[Block]:
+    """A note naming each system environment, when runs ran in one: they are not a kit image or lock."""
+    found = system_environments(ctx)
+    if not found:
+        return []
+    blocks: list[Block] = [
+        Para("Some runs ran in the machine's own Python environment as it was (RUNNER=system), not in a kit "
+             "image or a locked environment. Their runner is 'system', part of every summary cell's key: they "
+             "are never averaged with runs in the kit's images or environments.", "note"),
+        Bullets([[f"{text} ({len(runs)} runs):", *ctx.runs_links(runs)] for text, runs in found.items()])]
+    per_framework: dict[str, set[str]] = {}
+    for runs in found.values():
+        for run in runs:
+            per_framework.setdefault(run["config"]["framework"], set()).add(run["environment"]["env_id"])
+    mixed = sorted(fw for fw, ids in per_framework.items() if len(ids) > 1)
+    if mixed:
+        blocks.append(Para(f"{', '.join(mixed)}: runs of more than one system environment (the packages differ) "
+                           "share summary cells here; analyse each environment's runs in a campaign folder of its "
+                           "own to keep them apart.", "note"))
+    return blocks
+
+
 def environment_section(ctx: ReportContext) -> list[Block]:
     """Versions, runner, image digest or environment lock, host and device details per framework."""
     by_era = _several_eras(ctx)
@@ -94,7 +136,7 @@ def environment_section(ctx: ReportContext) -> list[Block]:
             framework, *([era] if by_era else []), device, runner,
             distinct(e.get("framework_version") for e in envs),
             distinct(_kernels_text(e.get("framework_build")) for e in envs),
-            distinct(e.get("image_digest") or e.get("env_id") for e in envs),
+            distinct(environment_text(e) for e in envs),
             distinct(run_python(r) for r in runs),
             distinct(f"{h.get('hostname', '?')}: {h.get('cpu_model', '?')} ({h.get('cpu_count', '?')} CPUs, "
                       f"{h.get('mem_total_mb', '?')} MB)" for h in hosts if h),
@@ -106,8 +148,9 @@ def environment_section(ctx: ReportContext) -> list[Block]:
         ])
     return [Heading(2, "Environment"),
             Para("Exact versions as each run recorded them: the framework, its build (e.g. CUDA and cuDNN where "
-                 "the framework reports them), the container image digest or the locked environment's id, the "
-                 "host and its GPUs, the device the framework used."),
+                 "the framework reports them), the container image digest, the locked environment's id or, for the "
+                 "system runner, the environment found on the machine, the host and its GPUs, the device the "
+                 "framework used."),
             Table(["framework", *(["era"] if by_era else []), "device", "runner", "version", "framework build",
                    "image digest / env lock", "python", "host", "GPUs", "device used", "threads", "kernels", "runs"],
                   rows)]

@@ -10,6 +10,7 @@ from analysis.context import ReportContext
 from analysis.document import Block, Bullets, Heading, Para, Table
 from analysis.eras import eras_of, outside_image_rows, outside_image_text, study_python
 from analysis.sections.columns import cell_columns
+from analysis.sections.environment import system_notes
 
 SYNTHETIC_BANNER = "SYNTHETIC DATA — demo only: accuracy and timing are not comparable to the paper"
 
@@ -45,7 +46,7 @@ def header_section(ctx: ReportContext) -> list[Block]:
             f"Profile {', '.join(quick)} (not '{PAPER_PROFILE}'): these runs train on subsets of the data "
             "for fewer epochs (see Workload settings), so the paper's numbers are shown for context only; "
             "ratios to them are not a reproduction verdict.", "note"))
-    return blocks + _era_notes(ctx)
+    return blocks + _era_notes(ctx) + system_notes(ctx)
 
 
 def _era_notes(ctx: ReportContext) -> list[Block]:

@@ -14,5 +14,6 @@ def ilkarman_cudnn_autotune_helps(t: ResultsTable) -> ClaimResult:
 
 
 CLAIMS: list[Claim] = [
-    Claim("ilkarman-1", STUDY, "Enabling cuDNN autotuning speeds up training.", ilkarman_cudnn_autotune_helps),
+    Claim("ilkarman-1", STUDY, "Enabling cuDNN autotuning speeds up training.",
+          ilkarman_cudnn_autotune_helps, load_sensitive=True),
 ]

@@ -15,5 +15,5 @@ def shams_multi_gpu_scaling(t: ResultsTable) -> ClaimResult:
 
 CLAIMS: list[Claim] = [
     Claim("Shams-1", STUDY, "Multi-GPU and multi-node scaling depend on the interconnect (NVLink vs PCIe).",
-          shams_multi_gpu_scaling),
+          shams_multi_gpu_scaling, load_sensitive=True),
 ]

@@ -119,13 +119,14 @@ def wu_cpu_use_falls_with_batch(t: ResultsTable) -> ClaimResult:
 
 CLAIMS: list[Claim] = [
     Claim("Wu-1", STUDY, "Training time is proportional to the number of epochs.",
-          wu_time_proportional_to_epochs),
+          wu_time_proportional_to_epochs, load_sensitive=True),
     Claim("Wu-2", STUDY, "A larger batch lowers accuracy at a fixed number of epochs.",
           wu_larger_batch_lower_accuracy),
     Claim("Wu-3", STUDY, "The learning rate changes accuracy but hardly the training time.",
-          wu_learning_rate_changes_accuracy_not_time),
+          wu_learning_rate_changes_accuracy_not_time, load_sensitive=True),
     Claim("Wu-4", STUDY, "TensorFlow with Eigen beats TensorFlow with MKL by about 5× on CPU.",
-          wu_eigen_beats_mkl),
-    Claim("Wu-5", STUDY, "More OpenBLAS threads than needed slow training down.", wu_too_many_threads_slow),
-    Claim("Wu-6", STUDY, "CPU use falls as the batch size grows.", wu_cpu_use_falls_with_batch),
+          wu_eigen_beats_mkl, load_sensitive=True),
+    Claim("Wu-5", STUDY, "More OpenBLAS threads than needed slow training down.",
+          wu_too_many_threads_slow, load_sensitive=True),
+    Claim("Wu-6", STUDY, "CPU use falls as the batch size grows.", wu_cpu_use_falls_with_batch, load_sensitive=True),
 ]

@@ -2,8 +2,9 @@
 run's request.json (bench/request.py), written into the run folder before the launch.
 
 A runner prepares a framework's environment once per campaign (returning its identity: the lock's
-sha256 for a virtual environment, the image id and digest for a container) and launches single
-runs, each writing into its own run folder.
+sha256 for a virtual environment, the image id and digest for a container, the installed packages'
+sha256 for the Python environment the campaign runs on) and launches single runs, each writing
+into its own run folder.
 """
 
 from __future__ import annotations
@@ -15,10 +16,9 @@ from pathlib import Path
 from typing import IO, Protocol
 
 from bench.errors import UsageError
-from bench.request import REQUEST_FILE
+from bench.gpu import GPU_INDEX_VAR, GPU_NAME_VAR, GPU_UUID_VAR
+from bench.request import REQUEST_FILE, RUNNERS
 from campaign.requests import Environment
-
-RUNNERS = ("local", "docker")
 
 
 def entrypoint_args(run_dir: Path, data_dir: Path | None = None) -> list[str]:
@@ -36,21 +36,61 @@ class Outcome:
     timed_out: bool = False
 
 
+@dataclass(frozen=True)
+class GpuSlot:
+    """One host GPU given to one run: its NVML index on the host, UUID and name. A launch argument,
+    never part of the request: a run is the same run whichever GPU it ran on."""
+
+    index: int
+    uuid: str | None = None
+    name: str | None = None
+
+    def env(self) -> dict[str, str]:
+        """What tells the entrypoint which GPU it was given (bench.gpu.assigned_gpu reads it)."""
+        return {GPU_INDEX_VAR: str(self.index), GPU_UUID_VAR: self.uuid or "", GPU_NAME_VAR: self.name or ""}
+
+    def label(self) -> str:
+        """'GPU 2 (NVIDIA H100 80GB HBM3)'."""
+        return f"GPU {self.index}" + (f" ({self.name})" if self.name else "")
+
+
+def gpu_slots(devices: list[dict], wanted: str = "all") -> list[GpuSlot]:
+    """The GPUs a campaign may use: every GPU NVML listed (`devices`: bench.gpu.probe().devices) for
+    'all', else those of the comma-separated NVML indices in `wanted` (GPUS=0,2), in that order."""
+    found = {int(d["index"]): GpuSlot(int(d["index"]), d.get("uuid"), d.get("name")) for d in devices}
+    text = (wanted or "all").strip()
+    if text == "all":
+        return [found[i] for i in sorted(found)]
+    have = ", ".join(str(i) for i in sorted(found)) or "none"
+    picked: list[GpuSlot] = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part.isdigit() or int(part) not in found:
+            raise UsageError(f"GPUS={text} names '{part}', which is not a GPU of this machine (NVML indices: {have})",
+                             "set GPUS=all or a comma-separated list of those indices, e.g. GPUS=0,2")
+        if found[int(part)] not in picked:
+            picked.append(found[int(part)])
+    return picked
+
+
 class Runner(Protocol):
-    """The contract every runner keeps."""
+    """The contract every runner keeps.
+
+    A runner may also offer abort(): kill every run it has in flight, for a campaign stopped while
+    it ran several at once (campaign/execute.py calls it when present)."""
 
     name: str
 
     def prepare(self, framework: str) -> Environment:
         """Make the framework's environment ready; return its identity (lock sha256 or image id)."""
 
-    def launch(self, request: dict, run_dir: Path, timeout_s: float | None) -> Outcome:
+    def launch(self, request: dict, run_dir: Path, timeout_s: float | None, gpu: GpuSlot | None = None) -> Outcome:
         """Run the request (already in run_dir/request.json) to completion or timeout, its output
-        going to run_dir/log.txt."""
+        going to run_dir/log.txt; a GPU run is given exactly `gpu` (None: the runner's default)."""
 
 
-def tee_log(stream: IO[bytes], log_path: Path) -> threading.Thread:
-    """Copy a run's output into its log.txt, echoing epoch lines so long runs show progress."""
+def tee_log(stream: IO[bytes], log_path: Path, prefix: str = "    ") -> threading.Thread:
+    """Copy a run's output into its log.txt, echoing epoch lines (after `prefix`, which tells runs
+    in flight at once apart) so long runs show progress."""
 
     def pump() -> None:
         with open(log_path, "ab") as log:
@@ -58,7 +98,7 @@ def tee_log(stream: IO[bytes], log_path: Path) -> threading.Thread:
                 log.write(line)
                 log.flush()
                 if line.startswith(b"epoch "):
-                    sys.stdout.write("    " + line.decode(errors="replace"))
+                    sys.stdout.write(prefix + line.decode(errors="replace"))
                     sys.stdout.flush()
 
     thread = threading.Thread(target=pump, daemon=True)
@@ -77,17 +117,27 @@ def choose_auto() -> tuple[str, str]:
     return "docker", "a Docker engine answers (RUNNER=local to use virtual environments instead)"
 
 
-def get(name: str, device: str = "cpu", era: str = "current") -> Runner:
-    """The runner called `name` ('auto': docker where an engine answers, else local, saying which)."""
+def echo_prefix(gpu: GpuSlot | None) -> str:
+    """How a run's echoed epoch lines start: indented, with its GPU when it has one."""
+    return f"    [GPU {gpu.index}] " if gpu is not None else "    "
+
+
+def get(name: str, device: str = "cpu", era: str = "current", gpus: tuple[GpuSlot, ...] = ()) -> Runner:
+    """The runner called `name` ('auto': docker where an engine answers, else local, saying which);
+    `gpus`, the GPUs a GPU campaign uses, are what the docker and local runners' pre-flight checks."""
     if name == "auto":
         name, why = choose_auto()
         print(f"runner: {name} ({why})", flush=True)
     if name == "local":
         from campaign.runners.local import LocalRunner
 
-        return LocalRunner(era=era)
+        return LocalRunner(era=era, device=device, gpus=gpus)
     if name == "docker":
         from campaign.runners.docker import DockerRunner
 
-        return DockerRunner(device=device, era=era)
+        return DockerRunner(device=device, era=era, gpus=gpus)
+    if name == "system":
+        from campaign.runners.system import SystemRunner
+
+        return SystemRunner(device=device, era=era)
     raise UsageError(f"unknown runner '{name}'", f"choose from: {', '.join(RUNNERS)} (RUNNER=...)")

@@ -5,9 +5,11 @@ A run's container: no network (network_mode none), the prepared dataset mounted 
 the host user is not root, so the files are theirs; else the image's user 10001, with the run
 folder lent to it for the run and given back to root after), the image's entrypoint
 (`python -m bench run`) on the request.json in /out, with --data /data. The request names the
-image by id and digest (the runner's prepare), so run.json records it. GPU runs get the GPUs
-through an NVIDIA device request with the `compute` capability (the CUDA driver library) and
-`utility` (NVML, for the monitor inside).
+image by id and digest (the runner's prepare), so run.json records it. A GPU run gets exactly the
+one GPU the campaign gave it (a GpuSlot): an NVIDIA device request for that device id (its UUID,
+else its index) with the `compute` capability (the CUDA driver library) and `utility` (NVML, for
+the monitor inside, which finds it by the UUID passed in DLREPRO_GPU_UUID: inside the container
+NVML numbers the granted GPU 0).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from bench import schema
 from bench.errors import UsageError
 from campaign import preflight
 from campaign.requests import Environment
-from campaign.runners import Outcome, entrypoint_args
+from campaign.runners import GpuSlot, Outcome, echo_prefix, entrypoint_args
 from images import build as images
 
 DATA_MOUNT = Path("/data")
@@ -35,8 +37,9 @@ def container_user() -> tuple[int, int]:
     return (uid, gid) if uid != 0 else (IMAGE_UID, IMAGE_UID)
 
 
-def container_config(request: dict, run_dir: Path, user: tuple[int, int]) -> dict:
-    """Keyword arguments of docker's containers.create for one run (also what the tests inspect)."""
+def container_config(request: dict, run_dir: Path, user: tuple[int, int], gpu: GpuSlot | None = None) -> dict:
+    """Keyword arguments of docker's containers.create for one run (also what the tests inspect): a
+    GPU run asks for exactly `gpu` by id (None: every GPU, for a run outside a campaign)."""
     from docker.types import DeviceRequest
 
     config = {
@@ -51,7 +54,13 @@ def container_config(request: dict, run_dir: Path, user: tuple[int, int]) -> dic
         "security_opt": ["no-new-privileges"], "cap_drop": ["ALL"],
     }
     if request["device"] == "gpu":
-        config["device_requests"] = [DeviceRequest(count=-1, capabilities=[["gpu", "compute", "utility"]])]
+        capabilities = [["gpu", "compute", "utility"]]
+        if gpu is None:
+            config["device_requests"] = [DeviceRequest(count=-1, capabilities=capabilities)]
+        else:
+            config["device_requests"] = [DeviceRequest(device_ids=[gpu.uuid or str(gpu.index)],
+                                                       capabilities=capabilities)]
+            config["environment"].update(gpu.env())
     return config
 
 
@@ -79,7 +88,7 @@ def _kill(container) -> None:
         pass  # it ended on its own meanwhile
 
 
-def _pump_logs(container, log_path: Path) -> threading.Thread:
+def _pump_logs(container, log_path: Path, prefix: str = "    ") -> threading.Thread:
     """Copy the container's output into log.txt, echoing epoch lines like the local runner."""
 
     def pump() -> None:
@@ -92,7 +101,7 @@ def _pump_logs(container, log_path: Path) -> threading.Thread:
                 *lines, pending = pending.split(b"\n")
                 for line in lines:
                     if line.startswith(b"epoch "):
-                        sys.stdout.write("    " + line.decode(errors="replace") + "\n")
+                        sys.stdout.write(prefix + line.decode(errors="replace") + "\n")
                         sys.stdout.flush()
 
     thread = threading.Thread(target=pump, daemon=True)
@@ -104,18 +113,12 @@ def _cuda_of(image) -> str | None:
     return (image.labels or {}).get(f"{images.LABEL_PREFIX}cuda") or None
 
 
-def host_gpu(docker_client) -> preflight.HostGpu:
-    """What the engine and the host's driver offer, for the GPU pre-flight."""
-    from bench.gpu import probe  # the payload's NVML probe, run here on the host
-
+def host_gpu(docker_client, gpus: tuple[GpuSlot, ...] = ()) -> preflight.HostGpu:
+    """What the engine and the host's driver offer, for the GPU pre-flight: the GPUs in `gpus`
+    (those the campaign uses; all when empty)."""
     info = docker_client.info()
     runtime = "nvidia" in (info.get("Runtimes") or {}) or bool(info.get("CDISpecDirs"))
-    status = probe()
-    return preflight.HostGpu(
-        nvidia_runtime=runtime, driver=status.driver,
-        compute_capabilities=tuple(d["compute_capability"] for d in status.devices if d.get("compute_capability")),
-        gpu_names=tuple(d["name"] for d in status.devices if d.get("compute_capability")),
-    )
+    return preflight.host_gpu(runtime, gpus)
 
 
 class DockerRunner:
@@ -123,31 +126,45 @@ class DockerRunner:
 
     name = "docker"
 
-    def __init__(self, device: str = "cpu", era: str = "current", docker_client=None) -> None:
-        self.device, self.era = device, era
+    def __init__(self, device: str = "cpu", era: str = "current", docker_client=None,
+                 gpus: tuple[GpuSlot, ...] = ()) -> None:
+        self.device, self.era, self.gpus = device, era, tuple(gpus)
         self.client = docker_client or images.client()
         self._images: dict[str, object] = {}
+        self._running: set = set()  # containers in flight, for abort()
+        self._lock = threading.Lock()
 
     def prepare(self, framework: str) -> Environment:
         """Build (first use) or reuse the image; for GPU campaigns run the pre-flight; return its id and digest."""
         spec = images.ImageSpec(framework, self.era, "gpu" if self.device == "gpu" else "cpu")
         image = images.build(self.client, spec, os.environ.get(images.BASE_IMAGE_VAR) or None)
         if self.device == "gpu":
-            preflight.check(host_gpu(self.client), _cuda_of(image), images.tag(spec, None))
+            preflight.check(host_gpu(self.client, self.gpus), _cuda_of(image), f"image {images.tag(spec, None)}",
+                            preflight.gpu_build(framework, self.era))
         self._images[framework] = image
         return Environment(image.id, images.digest(image))
 
-    def launch(self, request: dict, run_dir: Path, timeout_s: float | None) -> Outcome:
-        """Run one container to completion; kill it on timeout or when the campaign is stopped."""
+    def abort(self) -> None:
+        """Kill every container this runner has in flight (the campaign was stopped)."""
+        with self._lock:
+            running = list(self._running)
+        for container in running:
+            _kill(container)
+
+    def launch(self, request: dict, run_dir: Path, timeout_s: float | None, gpu: GpuSlot | None = None) -> Outcome:
+        """Run one container to completion, given exactly `gpu` for a GPU run; kill it on timeout or
+        when the campaign is stopped."""
         if request["framework"] not in self._images:
             raise UsageError(f"no image prepared for {request['framework']}", "call prepare() before launch()")
         user = container_user()
         _lend(run_dir, user)
-        container = self.client.containers.create(**container_config(request, run_dir, user))
+        container = self.client.containers.create(**container_config(request, run_dir, user, gpu))
+        with self._lock:
+            self._running.add(container)
         log = None
         try:
             container.start()
-            log = _pump_logs(container, run_dir / schema.LOG_FILE)
+            log = _pump_logs(container, run_dir / schema.LOG_FILE, echo_prefix(gpu))
             try:
                 status = container.wait(timeout=timeout_s)["StatusCode"]
             except Exception as exc:  # requests' ReadTimeout: the run outlived its limit
@@ -162,6 +179,8 @@ class DockerRunner:
             _kill(container)  # Ctrl-C or an error in the campaign: take the run down with us
             raise
         finally:
+            with self._lock:
+                self._running.discard(container)
             if log is not None:
                 log.join(timeout=10)
             container.remove(force=True)

@@ -1,5 +1,9 @@
 """The local runner: one virtual environment per framework, built from its hash-locked requirements
-(images/envs.py), running the in-image payload (bench/) from this checkout."""
+(images/envs.py), running the in-image payload (bench/) from this checkout.
+
+A GPU run sees exactly the one GPU the campaign gave it: CUDA_VISIBLE_DEVICES=<its NVML index>, with
+CUDA_DEVICE_ORDER=PCI_BUS_ID so that CUDA numbers GPUs as NVML does (CUDA's default order puts the
+fastest first)."""
 
 from __future__ import annotations
 
@@ -7,24 +11,54 @@ import ctypes
 import os
 import signal
 import subprocess
+import threading
 from pathlib import Path
 
 from bench import schema
+from campaign import preflight
 from campaign.requests import Environment
-from campaign.runners import Outcome, entrypoint_args, tee_log
+from campaign.runners import GpuSlot, Outcome, echo_prefix, entrypoint_args, tee_log
 from images import envs
 
 REPO = Path(__file__).resolve().parents[2]
 _PR_SET_PDEATHSIG = 1
+try:
+    # Loaded here, not in the forked child: a campaign launches runs from several threads at once,
+    # and a dlopen between fork and exec can deadlock on a lock another thread held at the fork.
+    _PRCTL = ctypes.CDLL("libc.so.6", use_errno=True).prctl
+except OSError:
+    _PRCTL = None
 
 
 def _die_with_parent() -> None:
     # If the campaign process is killed (even with SIGKILL), its run must not live on as an
-    # orphan that keeps writing into a folder the resumed campaign is about to redo.
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    except OSError:
-        pass
+    # orphan that keeps writing into a folder the resumed campaign is about to redo. (The signal
+    # comes when the launching thread ends; it waits for the run, so that is the campaign's end.)
+    if _PRCTL is not None:
+        _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def gpu_env(gpu: GpuSlot | None) -> dict[str, str]:
+    """The environment variables that give a local run exactly `gpu` (none for a CPU run)."""
+    if gpu is None:
+        return {}
+    return {"CUDA_VISIBLE_DEVICES": str(gpu.index), "CUDA_DEVICE_ORDER": "PCI_BUS_ID", **gpu.env()}
+
+
+# Runs in flight (their process groups), for abort(): the local and system runners' launches.
+_RUNNING: set[int] = set()
+_RUNNING_LOCK = threading.Lock()
+
+
+def abort_all() -> None:
+    """Kill every run this process launched that is still in flight (the campaign was stopped)."""
+    with _RUNNING_LOCK:
+        running = list(_RUNNING)
+    for pgid in running:
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass  # it ended meanwhile
 
 
 class LocalRunner:
@@ -32,37 +66,61 @@ class LocalRunner:
 
     name = "local"
 
-    def __init__(self, era: str = "current") -> None:
-        self.era = era
+    def __init__(self, era: str = "current", device: str = "cpu", gpus: tuple[GpuSlot, ...] = ()) -> None:
+        self.era, self.device, self.gpus = era, device, tuple(gpus)
         self._python: dict[str, Path] = {}
 
     def prepare(self, framework: str) -> Environment:
-        """Build (first use) or reuse the framework's virtual environment; its identity is the lock sha256."""
+        """Build (first use) or reuse the framework's virtual environment; its identity is the lock
+        sha256. A GPU campaign first checks the driver and the GPUs against the framework's GPU build."""
+        if self.device == "gpu":
+            build = preflight.gpu_build(framework, self.era)
+            if build is not None:  # frameworks without a GPU build say so themselves, at plan time
+                preflight.check(preflight.host_gpu(None, self.gpus), build.cuda,
+                                f"{framework}'s {self.era}-era GPU build", build)
         env = envs.ensure_env(framework, self.era)
         self._python[framework] = env.python
         return Environment(env.lock_sha256)
 
-    def launch(self, request: dict, run_dir: Path, timeout_s: float | None) -> Outcome:
-        """Start the entrypoint in its own process group; kill the whole group on timeout."""
+    def abort(self) -> None:
+        """Kill every run in flight (the campaign was stopped)."""
+        abort_all()
+
+    def launch(self, request: dict, run_dir: Path, timeout_s: float | None, gpu: GpuSlot | None = None) -> Outcome:
+        """Start the entrypoint in its own process group (seeing only `gpu` when given); kill the
+        whole group on timeout."""
         framework = request["framework"]
         python = self._python.get(framework) or envs.ensure_env(framework, self.era).python
-        env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
-        proc = subprocess.Popen(
-            [str(python), "-m", "bench", *entrypoint_args(run_dir)],
-            cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            start_new_session=True, preexec_fn=_die_with_parent,
-        )
-        log = tee_log(proc.stdout, run_dir / schema.LOG_FILE)
-        try:
-            return Outcome(proc.wait(timeout=timeout_s))
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            return Outcome(proc.wait(), timed_out=True)
-        except BaseException:
-            # Ctrl-C or an error in the campaign: take the run down with us, then re-raise.
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            raise
-        finally:
-            log.join(timeout=10)
-            proc.stdout.close()
+        # Only the payload on the path: an outer PYTHONPATH must not leak into a locked environment.
+        return launch_entrypoint(python, run_dir, timeout_s, pythonpath=str(REPO), gpu=gpu)
+
+
+def launch_entrypoint(python: Path | str, run_dir: Path, timeout_s: float | None, pythonpath: str,
+                      gpu: GpuSlot | None = None) -> Outcome:
+    """Run `python -m bench run` on run_dir's request in its own process group, its output into
+    run_dir/log.txt, seeing only `gpu` when given (gpu_env); kill the whole group on timeout, or
+    when the campaign is stopped (the local and system runners' launch)."""
+    env = {**os.environ, "PYTHONPATH": pythonpath, "PYTHONUNBUFFERED": "1", **gpu_env(gpu)}
+    proc = subprocess.Popen(
+        [str(python), "-m", "bench", *entrypoint_args(run_dir)],
+        cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        start_new_session=True, preexec_fn=_die_with_parent,
+    )
+    with _RUNNING_LOCK:
+        _RUNNING.add(proc.pid)
+    log = tee_log(proc.stdout, run_dir / schema.LOG_FILE, echo_prefix(gpu))
+    try:
+        return Outcome(proc.wait(timeout=timeout_s))
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        return Outcome(proc.wait(), timed_out=True)
+    except BaseException:
+        # Ctrl-C or an error in the campaign: take the run down with us, then re-raise.
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise
+    finally:
+        with _RUNNING_LOCK:
+            _RUNNING.discard(proc.pid)
+        log.join(timeout=10)
+        proc.stdout.close()

@@ -34,6 +34,17 @@ def test_a_bad_request_is_one_line_and_exit_2(tmp_path):
     assert proc.returncode == 2 and "the only command is 'run'; host commands: python -m campaign" in proc.stderr
 
 
+def test_run_json_names_the_gpu_the_campaign_gave_the_run():
+    from bench.entrypoint import gpu_used
+
+    given = {"index": 5, "uuid": "GPU-cccc", "name": "NVIDIA H100 80GB HBM3"}
+    # Inside a container NVML lists only that GPU, as index 0: the record keeps the host's index.
+    seen = [{"index": 0, "name": "NVIDIA H100 80GB HBM3 (as NVML names it here)", "uuid": "GPU-cccc"}]
+    assert gpu_used(given, seen) == {"index": 5, "uuid": "GPU-cccc", "name": seen[0]["name"]}
+    assert gpu_used(given, []) == given  # NVML unseen from the run: the host's name stands
+    assert gpu_used(None, seen) is None  # a run given no GPU records none
+
+
 @pytest.mark.slow
 def test_a_run_re_executed_from_its_own_request_is_the_same_run(tmp_path):
     subprocess.run([sys.executable, "-m", "data", "synthetic", "--root", str(tmp_path / "data"), "--datasets",

@@ -57,3 +57,65 @@ def test_missing_or_broken_files_name_the_fix(tmp_path):
     (tmp_path / "bad.json").write_text("{not json")
     with pytest.raises(request.RequestError, match="not valid JSON"):
         request.read(tmp_path / "bad.json")
+
+
+RAW = {"spa-eng.zip": {"sha256": "ef" * 32, "verified": "sha256 recorded on first download, size verified"}}
+
+
+def _with_raw_files(raw_files) -> dict:
+    data = dict(minimal_request()["data"], raw_files=raw_files)
+    return minimal_request(data=data)
+
+
+def test_raw_files_are_optional_recorded_and_not_part_of_the_id(tmp_path):
+    req = _with_raw_files(RAW)
+    assert req["run_id"] == minimal_request()["run_id"]  # arrays_sha256 already pins the data
+    assert request.read(request.write(tmp_path, req))["data"]["raw_files"] == RAW
+
+
+@pytest.mark.parametrize("raw_files, message", [
+    ([], "field 'raw_files' has type list"),
+    ({"spa-eng.zip": {"sha256": "ef" * 32}}, "data.raw_files.spa-eng.zip: missing field 'verified'"),
+    ({"spa-eng.zip": dict(RAW["spa-eng.zip"], size=3)}, "unknown fields \\['size'\\]"),
+])
+def test_bad_raw_files_are_refused(raw_files, message):
+    with pytest.raises(request.RequestError, match=message):
+        _with_raw_files(raw_files)
+
+
+SYSTEM = {"python": "3.11.7", "executable": "/usr/bin/python3", "packages_sha256": "5a" * 32,
+          "packages_source": "pip freeze", "frameworks": {"torch": "2.5.1", "cudnn": "90100"},
+          "framework_package": "torch", "cuda": "12.4"}
+
+
+def _system_request(**system) -> dict:
+    return minimal_request(runner="system", env_id="5a" * 32, system=dict(SYSTEM, **system))
+
+
+def test_a_system_run_carries_the_environment_it_found(tmp_path):
+    req = _system_request()
+    assert request.read(request.write(tmp_path, req))["environment"]["system"] == SYSTEM
+    assert "system" not in minimal_request()["environment"]  # optional: other runners' requests lack it
+    assert _system_request(packages_source="importlib.metadata", cuda=None)["environment"]["system"]["cuda"] is None
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: minimal_request(runner="slurm"), "runner 'slurm' is not one of \\('local', 'docker', 'system'\\)"),
+    (lambda: minimal_request(runner="system", env_id="5a" * 32), "a system run needs environment.system"),
+    (lambda: minimal_request(env_id="5a" * 32, system=SYSTEM), "environment.system is only for system runs, not local"),
+    (lambda: minimal_request(runner="system", env_id="cd" * 32, system=SYSTEM),
+     "env_id of a system run must be its environment.system.packages_sha256"),
+    (lambda: _system_request(packages_source="conda list"), "packages_source 'conda list' is not one of"),
+    (lambda: _system_request(packages_sha256="5A" * 32), "is not a sha256 hex digest"),
+    (lambda: _system_request(frameworks=None), "environment.system.frameworks is missing or not dict"),
+])
+def test_a_bad_system_environment_is_refused(make, message):
+    with pytest.raises(request.RequestError, match=message):
+        make()
+
+
+def test_a_system_run_without_its_cuda_field_is_refused():
+    req = _system_request()
+    del req["environment"]["system"]["cuda"]
+    with pytest.raises(request.RequestError, match="environment.system.cuda is missing or not str or NoneType"):
+        request.validate(req)

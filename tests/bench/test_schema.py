@@ -94,3 +94,45 @@ def test_version_1_runs_are_read_as_the_current_era(tmp_path):
     (tmp_path / schema.RUN_FILE).write_text(json.dumps(rec))
     with pytest.raises(schema.SchemaError, match="schema_version 3 is not supported"):
         schema.read_run(tmp_path)
+
+
+def test_raw_files_go_from_the_request_into_run_json_and_are_checked(tmp_path):
+    raw = {"spa-eng.zip": {"sha256": "ef" * 32, "verified": "sha256 recorded on first download, size verified"}}
+    req = minimal_request(data=dict(minimal_request()["data"], raw_files=raw))
+    record = schema.finish(schema.run_record(req), None)
+    assert record["dataset"]["raw_files"] == raw
+    schema.write_run(tmp_path, record)
+    assert schema.read_run(tmp_path)["dataset"]["raw_files"] == raw
+    assert "raw_files" not in schema.run_record(minimal_request())["dataset"]  # optional: older requests lack it
+    record["dataset"]["raw_files"] = {"spa-eng.zip": {"sha256": "ef" * 32}}
+    with pytest.raises(schema.SchemaError, match="dataset.raw_files.spa-eng.zip: missing field 'verified'"):
+        schema.write_run(tmp_path, record)
+
+
+def test_a_system_run_records_its_environment_in_run_json(tmp_path):
+    system = {"python": "3.11.7", "executable": "/usr/bin/python3", "packages_sha256": "5a" * 32,
+              "packages_source": "importlib.metadata", "frameworks": {"torch": "2.5.1"}, "framework_package": "torch",
+              "cuda": None}
+    req = minimal_request(runner="system", env_id="5a" * 32, system=system)
+    record = schema.finish(schema.run_record(req), None)
+    assert record["environment"]["system"] == system and record["environment"]["env_id"] == "5a" * 32
+    schema.write_run(tmp_path, record)
+    assert schema.read_run(tmp_path)["environment"]["system"] == system
+    assert "system" not in schema.run_record(minimal_request())["environment"]  # optional: older runs lack it
+    del record["environment"]["system"]
+    with pytest.raises(schema.SchemaError, match="a system run needs environment.system"):
+        schema.write_run(tmp_path, record)
+    record["environment"]["system"] = dict(system, packages_sha256="cd" * 32)
+    with pytest.raises(schema.SchemaError, match="env_id of a system run must be its"):
+        schema.write_run(tmp_path, record)
+
+
+def test_the_gpu_a_run_was_given_is_optional_and_checked_when_present(tmp_path):
+    record = minimal_run()
+    assert "gpu" not in record["device_used"]  # CPU runs, and runs before it, lack it
+    record["device_used"]["gpu"] = {"index": 2, "uuid": "GPU-cccc", "name": "NVIDIA H100 80GB HBM3"}
+    schema.write_run(tmp_path, record)
+    assert schema.read_run(tmp_path)["device_used"]["gpu"]["index"] == 2
+    record["device_used"]["gpu"] = {"index": "2", "uuid": None, "name": None}
+    with pytest.raises(schema.SchemaError, match="device_used.gpu: field 'index' has type str"):
+        schema.write_run(tmp_path, record)

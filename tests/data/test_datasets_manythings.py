@@ -1,4 +1,5 @@
-"""Many things spa-eng: the unpinned sha256, download from a loopback server, seq2seq arrays (no network)."""
+"""Many things spa-eng: download from a loopback server, seq2seq arrays (no network); its missing published
+sha256 is tests/data/test_digests.py's."""
 
 from __future__ import annotations
 
@@ -14,8 +15,6 @@ from bench import prepared as bench_dataset
 from bench.errors import UsageError
 from data import download as dl
 from data import manythings as mt
-from data.__main__ import main
-from data.manifest import UNVERIFIED, Manifest, load_manifest
 from data.paths import raw_dir
 from data.prepare import prepare
 from tests.data.fixtures import DATASET_SIZES, fetch_and_prepare, manifest_for, served, sha256, synthetic_files
@@ -49,47 +48,18 @@ def _prepare_local(tmp_path, archive: bytes, out: str = "out"):
     return prepare("manythings", raw, tmp_path / out, manifest=manifest, progress=False)
 
 
-# ---------------------------------------------------------------- the unpinned digest
+# ---------------------------------------------------------------- no published digest (tests/data/test_digests.py)
 
 
-def test_shipped_entry_is_unverified_and_refused_before_any_transfer(tmp_path, files):
-    spec = load_manifest().get("manythings").file(ZIP)
-    assert spec.sha256 == UNVERIFIED and not spec.pinned
-    assert spec.urls[0] == "https://storage.googleapis.com/download.tensorflow.org/data/spa-eng.zip"
-    with served(files) as server:
-        manifest = manifest_for({"manythings": files}, [server.url + "/a/"], **{ZIP: {"sha256": UNVERIFIED}})
-        with pytest.raises(UsageError) as err:
-            dl.download("manythings", tmp_path, manifest=manifest, mirror=server.url, progress=False)
-        assert server.requests == []  # nothing fetched: without a digest no copy could be checked
-    message = str(err.value)
-    assert "\n" not in message
-    assert f"manythings/{ZIP} has no pinned sha256" in message and "'unverified'" in message
-    assert f"sha256sum {ZIP}" in message and "data/manifest.toml" in message and "--mirror" in message
-    assert not raw_dir(tmp_path, "manythings").exists()
-
-
-def test_unverified_real_file_is_not_prepared(tmp_path, files):
-    raw = tmp_path / "raw"
-    raw.mkdir()
+def test_shipped_entry_is_not_prepared_before_its_first_download(tmp_path, files):
+    raw = tmp_path / "raw" / "manythings"
+    raw.mkdir(parents=True)
     (raw / ZIP).write_bytes(files[ZIP])
-    with pytest.raises(UsageError, match="has no pinned sha256"):
+    with pytest.raises(UsageError, match="none was recorded on first download"):
         prepare("manythings", raw, tmp_path / "out", progress=False)  # the shipped manifest
-    # Synthetic data has its own bytes and needs no pin.
+    # Synthetic data has its own bytes and needs no digest.
     out = prepare("manythings", raw, tmp_path / "syn", source="synthetic", progress=False)
     assert bench_dataset.read_meta(out)["source"] == "synthetic"
-
-
-def test_cli_download_says_to_pin(tmp_path, capsys):
-    assert main(["download", "--datasets", "manythings", "--root", str(tmp_path), "-q"]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith("error: manythings/spa-eng.zip has no pinned sha256")
-
-
-def test_only_the_exact_word_unverified_stands_for_no_digest():
-    pinned = Manifest.from_dict({"manythings": {"files": [{"name": ZIP, "sha256": UNVERIFIED}]}})
-    assert not pinned.get("manythings").file(ZIP).pinned
-    with pytest.raises(UsageError, match="no valid sha256; give 64 hex digits"):
-        Manifest.from_dict({"manythings": {"files": [{"name": ZIP, "sha256": "unknown"}]}})
 
 
 # ---------------------------------------------------------------- pinned: download and prepare
