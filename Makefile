@@ -28,6 +28,17 @@ CAMPAIGN   ?=
 # run PARALLEL runs at once (1: the studies' protocol).
 GPUS       ?= all
 PARALLEL   ?= 1
+# Where runs are carried out: local (this machine), slurm (one job array; WAIT=no returns once
+# submitted, and the same command later collects and resumes) or kubernetes (Indexed Jobs).
+EXECUTOR   ?= local
+WAIT       ?= yes
+SLURM_PARTITION ?=
+SLURM_ACCOUNT   ?=
+SLURM_EXCLUSIVE ?= no
+SLURM_OPTS      ?=
+K8S_NAMESPACE   ?= default
+K8S_DATA_CLAIM  ?= dlrepro-data
+K8S_RESULTS_CLAIM ?= dlrepro-results
 # The software era of images and runs: current (today's releases) or paper (the study's versions).
 ERA        ?= current
 # Images (make images/push/pull/verify-lock): variant, registry, and a base pinned by digest
@@ -40,10 +51,15 @@ export BASE_IMAGE
 CAMPAIGN_TARGETS := cpu-cnn gpu-cnn cpu-lstm gpu-lstm
 RUN_ARGS = --frameworks "$(FRAMEWORKS)" --era "$(ERA)" --profile "$(PROFILE)" --repeats "$(REPEATS)" \
            --runner "$(RUNNER)" --data "$(DATA)" $(if $(THREADS),--threads "$(THREADS)") \
-           $(if $(TIMEOUT),--timeout "$(TIMEOUT)") --gpus "$(GPUS)" --parallel "$(PARALLEL)"
+           $(if $(TIMEOUT),--timeout "$(TIMEOUT)") --gpus "$(GPUS)" --parallel "$(PARALLEL)" \
+           --executor "$(EXECUTOR)" --wait "$(WAIT)" --slurm-partition "$(SLURM_PARTITION)" \
+           --slurm-account "$(SLURM_ACCOUNT)" --slurm-exclusive "$(SLURM_EXCLUSIVE)" --slurm-opts "$(SLURM_OPTS)" \
+           --k8s-namespace "$(K8S_NAMESPACE)" --k8s-data-claim "$(K8S_DATA_CLAIM)" --k8s-results-claim "$(K8S_RESULTS_CLAIM)"
+# A campaign handed to a scheduler exits 3 while runs are still queued: report once they are back.
+QUEUED_EXIT := 3
 
 .PHONY: help host envs demo test test-slow test-all lint lock download run analyze report bench-overhead bench-lstm $(CAMPAIGN_TARGETS)
-.PHONY: base images push pull verify-lock
+.PHONY: base images push pull verify-lock slurm-up slurm-down
 
 help: ## list the targets and variables
 	@echo "dlrepro: reproduce DLBench and related deep-learning-framework benchmark studies"
@@ -55,6 +71,8 @@ help: ## list the targets and variables
 	@echo "           RUNNER=$(RUNNER) (auto|docker|local|system) DATA=$(DATA) (real|synthetic) THREADS CAMPAIGN MIRROR TIMEOUT"
 	@echo "           ERA=$(ERA) (current|paper); images: VARIANT=$(VARIANT) (cpu|gpu) REGISTRY BASE_IMAGE"
 	@echo "           GPUS=$(GPUS) (all|0,2: one run per GPU at a time) PARALLEL=$(PARALLEL) (CPU runs at once)"
+	@echo "           EXECUTOR=$(EXECUTOR) (local|slurm|kubernetes) WAIT=$(WAIT) SLURM_PARTITION SLURM_ACCOUNT SLURM_EXCLUSIVE SLURM_OPTS"
+	@echo "           kubernetes: K8S_NAMESPACE K8S_DATA_CLAIM K8S_RESULTS_CLAIM (RUNNER=docker, images pushed)"
 	@echo "           run: WORKLOADS DEVICE; download: DATASETS=\"$(DATASETS)\""
 
 # The host tools environment (download, campaigns, analysis, tests), built once from its lock.
@@ -158,6 +176,12 @@ pull: host ## pull the images of FRAMEWORKS from REGISTRY instead of building th
 	$(HOSTPY) -m images pull --frameworks "$(FRAMEWORKS)" --era "$(ERA)" --variant "$(VARIANT)" \
 	  --registry "$(REGISTRY)"
 
+slurm-up: ## start a one-node Slurm cluster on this machine (root; Debian's slurm-wlm and munge) to try EXECUTOR=slurm
+	campaign/executors/slurm-one-node.sh
+
+slurm-down: ## stop the one-node Slurm cluster slurm-up started
+	campaign/executors/slurm-one-node.sh stop
+
 bench-overhead: host ## the monitor's overhead, own cost and cadence; docker vs local runner (10 min or more)
 	$(HOSTPY) -m data synthetic --datasets imdb
 	$(HOSTPY) -m campaign.overhead $(if $(PAIRS),--pairs "$(PAIRS)") $(if $(THREADS),--threads "$(THREADS)") \
@@ -195,6 +219,8 @@ $(CAMPAIGN_TARGETS):
 	else \
 	  $(HOSTPY) -m data synthetic --datasets $$($(HOSTPY) -m campaign datasets --target $@ --workloads "$(WORKLOADS)"); \
 	fi
-	$(HOSTPY) -m campaign run --target $@ --workloads "$(WORKLOADS)" --campaign "$(or $(CAMPAIGN),$@)" \
-	  $(RUN_ARGS)
+	@rc=0; $(HOSTPY) -m campaign run --target $@ --workloads "$(WORKLOADS)" --campaign "$(or $(CAMPAIGN),$@)" \
+	  $(RUN_ARGS) || rc=$$?; \
+	if [ $$rc -eq $(QUEUED_EXIT) ]; then echo "report not made yet: runs are still queued"; exit 0; fi; \
+	if [ $$rc -ne 0 ]; then exit $$rc; fi; \
 	$(HOSTPY) -m analysis --campaign "results/$(or $(CAMPAIGN),$@)" --out "reports/$(or $(CAMPAIGN),$@)"

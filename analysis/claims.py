@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Any
 
-from analysis.aggregate import CURRENT_ERA, CellSummary, summarize
+from analysis.runs import CURRENT_ERA
 from analysis.stats import INSUFFICIENT_DATA, format_number, linear_fit
+from analysis.summary import CellSummary, summarize
 from analysis.transfer import GROUP_KEYS, Speedup, framework_groups
 
 REPRODUCED = "reproduced"
@@ -38,12 +39,17 @@ MIN_EPOCHS_FOR_LINEARITY = 3
 PAPER_PROFILE = "paper"
 REAL_DATA = "real"
 
+# What the report says of a claim whose experiment no make target runs yet (Claim.decided_by empty).
+NOT_RUNNABLE = "not runnable in the kit yet (issue: study specs)"
+# How the evidence of a claim whose experiment the campaign does not hold begins (not_in_campaign).
+NOT_IN_CAMPAIGN = "not in this campaign: "
+
 
 # --- The table the checks read -------------------------------------------------------------
 
 @dataclass
 class ResultsTable:
-    """The run table (aggregate.RUN_COLUMNS rows, failed runs included) and each run's epoch records."""
+    """The run table (runs.RUN_COLUMNS rows, failed runs included) and each run's epoch records."""
 
     rows: list[dict[str, Any]]
     epochs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
@@ -83,11 +89,23 @@ class Claim:
     # utilization (system-wide by DLBench's definition); the report names such verdicts when they rest
     # on a contended run (analysis.contention).
     load_sensitive: bool = False
+    # The make targets (campaign/targets.toml) whose campaigns, analysed together, hold the experiment
+    # that decides the claim; empty when the kit cannot run that experiment yet.
+    decided_by: tuple[str, ...] = ()
 
     @property
     def test(self) -> str:
         """The check's docstring as one paragraph: the precise test, as the report prints it."""
         return " ".join((inspect.getdoc(self.check) or "").split())
+
+    @property
+    def decided_by_text(self) -> str:
+        """The experiment that would decide the claim, as the report names it: '`make cpu-cnn`',
+        '`make cpu-cnn` and `make gpu-cnn`, analysed together', or NOT_RUNNABLE."""
+        if not self.decided_by:
+            return NOT_RUNNABLE
+        targets = " and ".join(f"`make {t}`" for t in self.decided_by)
+        return targets + (", analysed together" if len(self.decided_by) > 1 else "")
 
 
 @dataclass(frozen=True)
@@ -136,7 +154,7 @@ def insufficient(why: str, run_ids: Iterable[str] = ()) -> ClaimResult:
 
 def not_in_campaign(needs: str) -> ClaimResult:
     """Insufficient data because the campaign does not hold the experiment the claim needs."""
-    return ClaimResult(INSUFFICIENT, f"not in this campaign: needs {needs}")
+    return ClaimResult(INSUFFICIENT, f"{NOT_IN_CAMPAIGN}needs {needs}")
 
 
 def verdict_for(holds: bool) -> str:

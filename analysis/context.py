@@ -9,9 +9,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from analysis.aggregate import Campaign, CellSummary
 from analysis.document import Link
 from analysis.figures import FigureFile
+from analysis.runs import Campaign
+from analysis.summary import CellSummary
 
 
 @dataclass

@@ -18,10 +18,11 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from analysis.aggregate import CURRENT_ERA, PAPER_ERA, CellSummary
 from analysis.claims import PAPER_PROFILE, REAL_DATA
 from analysis.reference import device_env
+from analysis.runs import CURRENT_ERA, PAPER_ERA
 from analysis.stats import Estimate, format_number, ratio
+from analysis.summary import CellSummary
 from analysis.transfer import ACCURACY_TOLERANCE_PP, accuracy_verdict, paired_cells, run_ids
 
 # The cell keys both eras' cells share to be the same experiment (every cell key but era and runner).

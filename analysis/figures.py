@@ -18,16 +18,16 @@ import matplotlib
 matplotlib.use("Agg")  # headless: the kit runs on servers and in CI without a display
 
 from matplotlib.figure import Figure  # noqa: E402  (must follow the backend choice)
+from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
-from analysis.aggregate import (  # noqa: E402
-    CELL_KEYS,
-    Campaign,
-    CellSummary,
-    training_window_samples,
-)
+from analysis.claims import caveat_for  # noqa: E402
 from analysis.reference import ORIGIN_PAPER, device_env, published_for  # noqa: E402
+from analysis.runs import Campaign, training_window_samples  # noqa: E402
+from analysis.scoreboard import ACCURACY, TIME, ScoreRow, score_rows  # noqa: E402
 from analysis.stats import describe  # noqa: E402
+from analysis.summary import CELL_KEYS, CellSummary  # noqa: E402
+from analysis.transfer import ACCURACY_TOLERANCE_PP  # noqa: E402
 from bench import atomic  # noqa: E402
 from bench.schema import SchemaError, read_metrics  # noqa: E402
 
@@ -35,6 +35,8 @@ FIGURE_DIR = "figures"
 DPI = 100
 # Bars switch to a log axis when the largest mean is this many times the smallest.
 LOG_SCALE_SPREAD = 20.0
+# The scoreboard figure's file name under figures/: the report shows it first, not among the others.
+SCOREBOARD_FILE = "scoreboard.png"
 
 
 @dataclass(frozen=True)
@@ -176,6 +178,103 @@ def accuracy_figure(cells: Sequence[CellSummary], path: Path) -> FigureFile | No
                       "95 % t-interval where n ≥ 2. Diamonds: the paper's value; crosses: the authors' logs.")
 
 
+# --- The scoreboard ------------------------------------------------------------------------
+
+_SCOREBOARD_PANELS = (
+    # (metric, relative, axis label): accuracy as a difference in pp, time as a ratio on a log axis.
+    (ACCURACY, False, "test accuracy: measured − published (pp)"),
+    (TIME, True, "training time: measured / published (log scale)"),
+)
+
+
+def _score_limits(values: list[float], relative: bool, tolerance: float) -> tuple[float, float]:
+    """x limits that hold every point and parity (0 with the tolerance band, or 1 on the log axis). Intervals
+    do not widen them: with n = 2 a 95 % interval is wide enough to hide the points, so a line running off
+    the panel reads as "wider than this"."""
+    if relative:
+        positive = [v for v in values if v > 0]
+        lo, hi = min([1.0, *positive]), max([1.0, *positive])
+        return lo / 2.5, hi * 2.5
+    reach = max([tolerance, *(abs(v) for v in values)]) * 1.25
+    return -reach, reach
+
+
+def _score_panel(ax: Any, rows: Sequence[ScoreRow], metric: str, relative: bool, colors: dict[str, Any],
+                 varying: Sequence[str]) -> set[str]:
+    """One panel of the scoreboard: a dot per row at measured − published (or / published), its 95 %
+    interval as a line, parity as a vertical line; a grey note where there is nothing to plot. Returns the
+    legend kinds drawn ('paper', 'log', 'bound')."""
+    kinds: set[str] = set()
+    values: list[float] = []
+    top = len(rows) - 1
+    for i, row in enumerate(rows):
+        score, y = row.score(metric), top - i
+        value = score.ratio if relative else score.difference
+        if value is None:
+            why = "no published number" if score.published is None else (
+                "no ok run" if not row.cell.ok_rows else "not measured")
+            ax.annotate(why, (0.5, y), xycoords=("axes fraction", "data"), ha="center", va="center",
+                        fontsize=7, color="grey")
+            continue
+        color = _color(colors, row.cell, varying)
+        interval = score.interval(relative)
+        if interval is not None:
+            # A ratio's interval can reach below zero (n = 2): on the log axis it starts at the edge.
+            low = interval[0] if not relative or interval[0] > 0 else value / 1e6
+            ax.plot((low, interval[1]), (y, y), color=color, linewidth=1.6, solid_capstyle="butt")
+        kind = "bound" if relative and score.lower_bound else (
+            "paper" if score.published.origin == ORIGIN_PAPER else "log")
+        kinds.add(kind)
+        ax.plot([value], [y], marker=_SCORE_MARKERS[kind], color=color, markersize=7, linestyle="none")
+        text = f"{'<' if kind == 'bound' else ''}{value:.3g}×" if relative else f"{value:+.1f} pp"
+        ax.annotate(text, (value, y), xytext=(0, 5), textcoords="offset points", ha="center", va="bottom",
+                    fontsize=7)
+        values.append(value)
+    if relative:
+        ax.set_xscale("log")
+        ax.axvline(1.0, color="black", linewidth=1)
+    else:
+        ax.axvspan(-ACCURACY_TOLERANCE_PP, ACCURACY_TOLERANCE_PP, color="#d4f4dd", zorder=0)
+        ax.axvline(0.0, color="black", linewidth=1)
+    ax.set_xlim(*_score_limits(values, relative, ACCURACY_TOLERANCE_PP))
+    ax.grid(axis="x", color="#e4e4e4", linewidth=0.6)
+    return kinds
+
+
+_SCORE_MARKERS = {"paper": "o", "log": "s", "bound": "<"}
+_SCORE_LEGEND = {"paper": "vs the paper's number", "log": "vs the authors' log (run 1)",
+                 "bound": "vs the paper's lower bound (ratio at most this)"}
+
+
+def scoreboard_figure(cells: Sequence[CellSummary], path: Path) -> FigureFile | None:
+    """The scoreboard as a dot plot, one row per cell: test accuracy measured − published (pp, the
+    ACCURACY_TOLERANCE_PP band shaded) and training time measured / published (log axis), parity marked;
+    95 % intervals as lines where n >= 2. None when no cell has a measured value beside a published one."""
+    rows = score_rows(cells)
+    if not any(r.score(m).difference is not None for r in rows for m, _, _ in _SCOREBOARD_PANELS):
+        return None
+    varying, colors = _varying_keys(cells), _series_colors(cells)
+    fig = Figure(figsize=(11.0, 1.0 + 0.27 * len(rows)), layout="constrained")
+    axes = fig.subplots(1, len(_SCOREBOARD_PANELS), sharey=True)
+    kinds: set[str] = set()
+    for ax, (metric, relative, xlabel) in zip(axes, _SCOREBOARD_PANELS):
+        kinds |= _score_panel(ax, rows, metric, relative, colors, varying)
+        ax.set_xlabel(xlabel, fontsize=9)
+        ax.tick_params(labelsize=8)
+    labels = [f"{r.key['workload']}  {series_label(r.key, varying)}" for r in rows]
+    axes[0].set_yticks(range(len(rows)), labels[::-1])
+    axes[0].set_ylim(-0.6, len(rows) - 0.4)
+    handles = [Line2D([], [], marker=_SCORE_MARKERS[k], color="dimgrey", linestyle="none", label=_SCORE_LEGEND[k])
+               for k in _SCORE_MARKERS if k in kinds]
+    axes[-1].legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    caveat = caveat_for(r for c in cells for r in c.ok_rows)
+    fig.suptitle("Measured vs published" + (f" ({caveat})" if caveat else ""), fontsize=10)
+    _save(fig, path)
+    return FigureFile(path, "Scoreboard: measured vs published",
+                      f"Dots: the table's accuracy difference (±{ACCURACY_TOLERANCE_PP:g} pp shaded) and time ratio "
+                      "(1 = parity); lines: the 95 % t-interval of the mean where n ≥ 2.")
+
+
 # --- Utilization per framework -------------------------------------------------------------
 
 _UTILIZATION_PANELS = (
@@ -302,7 +401,7 @@ def resource_figure(campaign: Campaign, cells: Sequence[CellSummary], workload: 
         try:
             samples = training_window_samples(Path(row["run_dir"]), run["timing"])
         except (SchemaError, ValueError, OSError):
-            continue  # aggregate already reported the unreadable monitor.csv
+            continue  # loading the campaign already reported the unreadable monitor.csv
         if samples:
             series.append((cell, row, samples))
     if not series:
@@ -340,6 +439,7 @@ def make_figures(campaign: Campaign, cells: Sequence[CellSummary], out_dir: Path
     """Draw every figure of the campaign under out_dir/figures; return those written, in report order."""
     fig_dir = Path(out_dir) / FIGURE_DIR
     figures = [
+        scoreboard_figure(cells, fig_dir / SCOREBOARD_FILE),
         training_time_figure(cells, fig_dir / "training_time.png"),
         accuracy_figure(cells, fig_dir / "test_accuracy.png"),
     ]

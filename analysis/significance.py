@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
 
-from analysis.aggregate import CellSummary
 from analysis.stats import Estimate, StatResult, bootstrap_mean_ci, pearson, wilcoxon_paired
+from analysis.summary import CellSummary
 from analysis.transfer import GROUP_KEYS, framework_groups
 
 # Run-table columns compared between frameworks, with the words the report uses for them.

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from analysis.aggregate import CELL_KEYS, CellSummary
 from analysis.reference import (
     METRIC_COLUMNS,
     ORIGIN_LOGS,
@@ -23,6 +22,7 @@ from analysis.reference import (
     published_for,
 )
 from analysis.stats import StatResult, kendall
+from analysis.summary import CELL_KEYS, CellSummary
 
 # Test accuracy "within tolerance" of a published value: |measured mean - published| <= this,
 # in percentage points. Two points is about the spread the paper itself reports between runs and

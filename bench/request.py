@@ -30,7 +30,10 @@ versions the framework module reports (``frameworks``, its own package ``framewo
 and the CUDA it was built for (``cuda``, null for a CPU build). ``data.raw_files``: {file name:
 {"sha256", "verified"}}, the raw files the data was prepared from and how each was verified (e.g.
 "sha256 recorded on first download, size verified"); not part of the run's identity, since
-arrays_sha256 already pins the data, so run ids stay as they were.
+arrays_sha256 already pins the data, so run ids stay as they were. ``environment.container``, which
+runs through an HPC container wrapper (WRAPPERS) must carry and others must not: ``wrapper``, the
+``reference`` of the image it ran (a Charliecloud image directory) and that image's ``sha256``
+(beside the kit image's ``image_digest`` it was made from).
 
 Standard library only, CPython 3.6-clean.
 """
@@ -47,8 +50,11 @@ REQUEST_FILE = "request.json"
 DEVICES = ("cpu", "gpu")
 ERAS = ("current", "paper")
 # docker: a kit image; local: a virtual environment from a kit lock; system: the Python environment
-# the campaign runs on, as it is (no kit image or lock).
-RUNNERS = ("local", "docker", "system")
+# the campaign runs on, as it is (no kit image or lock); charliecloud: a kit image converted for
+# Charliecloud's ch-run (HPC sites without Docker).
+RUNNERS = ("local", "docker", "system", "charliecloud")
+WRAPPERS = ("charliecloud",)
+CONTAINER_FIELDS = {"wrapper": (str,), "reference": (str,), "sha256": (str,)}
 SYSTEM_RUNNER = "system"
 PACKAGES_SOURCES = ("pip freeze", "importlib.metadata")
 
@@ -84,7 +90,7 @@ DATA_FIELDS = {
 OPTIONAL_DATA_FIELDS = {"raw_files": (dict,)}
 RAW_FILE_FIELDS = {"sha256": (str,), "verified": (str,)}
 ENVIRONMENT_FIELDS = {"env_id": (str,), "image_digest": _OPT_STR}
-OPTIONAL_ENVIRONMENT_FIELDS = {"system": (dict,)}
+OPTIONAL_ENVIRONMENT_FIELDS = {"system": (dict,), "container": (dict,)}
 SYSTEM_FIELDS = {
     "python": (str,),
     "executable": (str,),
@@ -145,7 +151,8 @@ def validate(request: dict, where: str = REQUEST_FILE) -> dict:
     _check(request["environment"], ENVIRONMENT_FIELDS, f"{where}: environment", OPTIONAL_ENVIRONMENT_FIELDS)
     if request["runner"] not in RUNNERS:
         raise RequestError(where, f"runner {request['runner']!r} is not one of {RUNNERS}")
-    problem = system_environment_problem(request["runner"], request["environment"])
+    problem = (system_environment_problem(request["runner"], request["environment"])
+               or container_problem(request["runner"], request["environment"]))
     if problem:
         raise RequestError(where, problem)
     if request["device"] not in DEVICES:
@@ -187,10 +194,27 @@ def system_environment_problem(runner: str, environment: dict) -> Optional[str]:
     return None
 
 
+def container_problem(runner: str, environment: dict) -> Optional[str]:
+    """What is wrong with an environment block's `container` part for a run of `runner` (None if
+    nothing): runs through a container wrapper name the image they ran, other runs name none."""
+    container = environment.get("container")
+    if runner not in WRAPPERS:
+        return None if container is None else f"environment.container is only for runs of {WRAPPERS}"
+    if not isinstance(container, dict) or set(container) != set(CONTAINER_FIELDS):
+        return f"a {runner} run needs environment.container with {sorted(CONTAINER_FIELDS)}"
+    if container["wrapper"] != runner or not all(isinstance(container[k], str) for k in CONTAINER_FIELDS):
+        return f"environment.container.wrapper must be {runner!r}, with string reference and sha256"
+    if len(container["sha256"]) != 64 or set(container["sha256"]) - set("0123456789abcdef"):
+        return "environment.container.sha256 {!r} is not a sha256 hex digest".format(container["sha256"])
+    return None
+
+
 def make(*, framework: str, era: str, workload: str, profile: str, spec: dict, data: dict, device: str,
          threads: Optional[int], seed: int, repeat: int, campaign: str, runner: str, env_id: str,
-         image_digest: Optional[str] = None, monitor: bool = True, system: Optional[dict] = None) -> dict:
-    """A validated request with its run_id filled in (`system`: the system runner's environment.system)."""
+         image_digest: Optional[str] = None, monitor: bool = True, system: Optional[dict] = None,
+         container: Optional[dict] = None) -> dict:
+    """A validated request with its run_id filled in (`system`: the system runner's environment.system;
+    `container`: a wrapper runner's environment.container)."""
     request = {
         "request_version": REQUEST_VERSION, "run_id": "", "framework": framework, "era": era,
         "workload": workload, "profile": profile, "spec": spec, "data": data, "device": device,
@@ -199,6 +223,8 @@ def make(*, framework: str, era: str, workload: str, profile: str, spec: dict, d
     }
     if system is not None:
         request["environment"]["system"] = system
+    if container is not None:
+        request["environment"]["container"] = container
     request["run_id"] = run_id(request)
     return validate(request, "new request")
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Optional
 
 from bench import atomic
-from bench.request import system_environment_problem
+from bench.request import WRAPPERS, container_problem, system_environment_problem
 
 SCHEMA_VERSION = 2
 READABLE_VERSIONS = (1, 2)
@@ -35,7 +35,8 @@ MONITOR_FILE = "monitor.csv"
 LOG_FILE = "log.txt"
 
 STATUSES = ("ok", "failed")
-FAILURE_CAUSES = ("nan", "oom", "timeout", "crash", "killed")
+# cancelled: a scheduler took the run away (scancel, preemption); such runs are redone on resume.
+FAILURE_CAUSES = ("nan", "oom", "timeout", "crash", "killed", "cancelled")
 
 NUM = (int, float)
 OPT_NUM = (int, float, type(None))
@@ -188,13 +189,14 @@ def validate_run(obj: dict, where: str = RUN_FILE) -> dict:
     _check_raw_files(obj["dataset"].get("raw_files"), f"{where}: dataset.raw_files")
     if "gpu" in obj["device_used"]:
         _check_fields(obj["device_used"]["gpu"], RUN_GPU_FIELDS, f"{where}: device_used.gpu")
-    if obj["config"]["runner"] == "docker":
+    if obj["config"]["runner"] in ("docker",) + WRAPPERS:
         # A container run names the exact image it ran in.
         image = obj["environment"].get("image_digest")
         if not isinstance(image, str) or "sha256:" not in image:
-            raise SchemaError(f"{where}: a docker run needs environment.image_digest (sha256:... or name@sha256:...)")
+            raise SchemaError(f"{where}: an image run needs environment.image_digest (sha256:... or name@sha256:...)")
     # A system run names the environment it found (no kit image or lock stands behind it).
-    system_problem = system_environment_problem(obj["config"]["runner"], obj["environment"])
+    system_problem = (system_environment_problem(obj["config"]["runner"], obj["environment"])
+                      or container_problem(obj["config"]["runner"], obj["environment"]))
     if system_problem:
         raise SchemaError(f"{where}: {system_problem}")
     if obj["status"] not in STATUSES:
@@ -251,6 +253,8 @@ def run_record(request: dict, host: Optional[dict] = None, failure: Optional[dic
     environment = {"runner": request["runner"], "env_id": env["env_id"], "image_digest": env["image_digest"]}
     if "system" in env:  # the system runner's record of the environment it found
         environment["system"] = env["system"]
+    if "container" in env:  # the wrapper's image a container run ran in
+        environment["container"] = env["container"]
     return {
         "schema_version": SCHEMA_VERSION,
         "run_id": request["run_id"],

@@ -42,7 +42,22 @@ def _run_args(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--gpus", default="all",
                     help="GPU campaigns: 'all' or comma-separated NVML indices (0,2); one run per GPU at a time")
     ap.add_argument("--parallel", default="1", help="CPU campaigns: runs at once (default 1, the studies' protocol)")
+    ap.add_argument("--executor", default="local", help="local (this process), slurm (a job array) or kubernetes")
+    ap.add_argument("--wait", default="yes", help="slurm: yes (follow the job) or no (return once submitted)")
+    ap.add_argument("--slurm-partition", default="")
+    ap.add_argument("--slurm-account", default="")
+    ap.add_argument("--slurm-exclusive", default="no", help="yes: each task alone on its node (--exclusive)")
+    ap.add_argument("--slurm-opts", default="", help="more sbatch options, e.g. '--qos=long --constraint=a100'")
+    ap.add_argument("--k8s-namespace", default="default")
+    ap.add_argument("--k8s-data-claim", default="dlrepro-data", help="PVC holding the data root (mounted read-only)")
+    ap.add_argument("--k8s-results-claim", default="dlrepro-results", help="PVC holding the results root")
     return ap.parse_args(argv)
+
+
+def _yes(text: str, var: str) -> bool:
+    if text.strip().lower() not in ("yes", "no", "true", "false", "1", "0", ""):
+        raise UsageError(f"{var} must be yes or no, got '{text}'", f"set {var}=yes or {var}=no")
+    return text.strip().lower() in ("yes", "true", "1")
 
 
 def _target(name: str | None) -> dict:
@@ -92,8 +107,16 @@ def cmd_run(argv: list[str]) -> int:
     """Expand the matrix, prepare environments, run what is missing."""
     from bench.gpu import probe
     from campaign import execute, plan, runners
+    from campaign.executors import EXECUTORS
 
     a = _run_args(argv)
+    if a.executor not in EXECUTORS:
+        raise UsageError(f"unknown executor '{a.executor}'", f"choose from: {', '.join(EXECUTORS)} (EXECUTOR=...)")
+    _yes(a.wait, "WAIT"), _yes(a.slurm_exclusive, "SLURM_EXCLUSIVE")  # bad values stop before any work
+    if a.executor == "slurm":  # before environments are prepared: minutes wasted otherwise
+        from campaign.executors import slurm
+
+        slurm.check_commands()
     target = _target(a.target)
     workloads = _names(a.workloads) or target.get("workloads", [])
     device = a.device or target.get("device", "cpu")
@@ -105,6 +128,9 @@ def cmd_run(argv: list[str]) -> int:
     threads = _threads(a.threads)
     slots = _slots(device, a.gpus, _parallel(a.parallel))
     runner = runners.get(a.runner, device, a.era, tuple(s for s in slots if s is not None))
+    if a.executor == "kubernetes" and runner.name != "docker":
+        raise UsageError(f"EXECUTOR=kubernetes runs the kit images, not the {runner.name} runner's environments",
+                         "use RUNNER=docker, with the images pushed (make push REGISTRY=...)")
     print(f"campaign '{name}': {len(matrix.frameworks)} frameworks x {len(matrix.workloads)} workloads x "
           f"{matrix.repeats} repeats on {device} ({matrix.era} era, {matrix.profile} profile, {matrix.data_source} "
           f"data, {runner.name} runner, {threads} threads)", flush=True)
@@ -113,11 +139,64 @@ def cmd_run(argv: list[str]) -> int:
               flush=True)
     campaign_dir = a.results / name
     runs = plan.plan(matrix, runner, name, campaign_dir, a.data_root, threads)
-    counts = execute.execute(runs, runner, campaign_dir, a.timeout or execute.DEFAULT_TIMEOUT_S, a.retry_failed,
-                             slots)
+    timeout = a.timeout or execute.DEFAULT_TIMEOUT_S
+    if a.executor == "slurm":
+        return _on_slurm(a, runs, runner.name, campaign_dir, name, timeout, threads, device)
+    if a.executor == "kubernetes":
+        return _on_kubernetes(a, runs, runner.name, campaign_dir, timeout)
+    counts = execute.execute(runs, runner, campaign_dir, timeout, a.retry_failed, slots)
+    elsewhere = f", {counts['elsewhere']} running elsewhere" if counts["elsewhere"] else ""
     print(f"campaign '{name}': {counts['ok']} ok, {counts['failed']} failed, {counts['skipped']} done "
-          f"earlier; results in {campaign_dir}", flush=True)
+          f"earlier{elsewhere}; results in {campaign_dir}", flush=True)
     return 0
+
+
+def _on_slurm(a: argparse.Namespace, runs: list, runner: str, campaign_dir: Path, name: str, timeout: float,
+              threads: int, device: str) -> int:
+    """Hand the planned runs to Slurm as one job array; QUEUED_EXIT when they are not all back."""
+    import shlex
+
+    from campaign.executors import QUEUED_EXIT, slurm
+
+    settings = slurm.SlurmSettings(
+        runner=runner, timeout_s=timeout, partition=a.slurm_partition, account=a.slurm_account,
+        concurrency=_parallel(a.parallel) if device == "cpu" else 0,
+        exclusive=_yes(a.slurm_exclusive, "SLURM_EXCLUSIVE"),
+        gpus_per_task=1 if device == "gpu" else 0, cpus_per_task=threads if device == "cpu" else None,
+        extra=tuple(shlex.split(a.slurm_opts)))
+    counts = slurm.run_campaign(runs, campaign_dir, settings, _yes(a.wait, "WAIT"), a.retry_failed)
+    print(f"campaign '{name}': {counts['ok']} ok, {counts['failed']} failed, {counts['skipped']} done earlier, "
+          f"{counts['queued']} queued in Slurm; results in {campaign_dir}", flush=True)
+    if counts["queued"]:
+        print("the runs still queued come back by themselves; run the same command again to collect them "
+              "and make the report", flush=True)
+        return QUEUED_EXIT
+    return 0
+
+
+def _on_kubernetes(a: argparse.Namespace, runs: list, runner: str, campaign_dir: Path, timeout: float) -> int:
+    # (runner is 'docker': cmd_run checked it before anything was prepared)
+    """Hand the missing runs to Kubernetes as Indexed Jobs (applied where a cluster answers, else
+    written for kubectl apply); QUEUED_EXIT while any are out."""
+    from campaign import batch, execute
+    from campaign.executors import QUEUED_EXIT, kubernetes
+
+    missing = execute.missing_runs(runs, campaign_dir, a.retry_failed)
+    if not missing:
+        print(f"kubernetes: nothing to submit; results in {campaign_dir}", flush=True)
+        return 0
+    settings = kubernetes.KubernetesSettings(
+        results_root=a.results.resolve(), data_root=a.data_root.resolve(), namespace=a.k8s_namespace,
+        data_claim=a.k8s_data_claim, results_claim=a.k8s_results_claim, parallelism=_parallel(a.parallel),
+        timeout_s=timeout)
+    b = batch.write(campaign_dir, "kubernetes", missing, {"runner": runner, "timeout_s": timeout})
+    objects = kubernetes.manifests(missing, b.dir, settings)
+    kubernetes.validate(objects)
+    path = kubernetes.write_manifests(objects, b.dir)
+    print(f"kubernetes: {len(missing)} runs in {len(objects) - 1} Indexed Jobs, validated against the "
+          f"Kubernetes {kubernetes.KUBERNETES_VERSION} API schema: {path}", flush=True)
+    print(kubernetes.apply(objects, path), flush=True)
+    return QUEUED_EXIT
 
 
 def require_gpu(what: str) -> None:
@@ -159,7 +238,14 @@ def cmd_datasets(argv: list[str]) -> int:
     return 0
 
 
-COMMANDS = {"run": cmd_run, "check-gpu": cmd_check_gpu, "datasets": cmd_datasets}
+def cmd_task(argv: list[str]) -> int:
+    """`task --batch DIR --index N`: one scheduler task's run (campaign/task.py)."""
+    from campaign import task
+
+    return task.main(argv)
+
+
+COMMANDS = {"run": cmd_run, "check-gpu": cmd_check_gpu, "datasets": cmd_datasets, "task": cmd_task}
 
 
 def dispatch(argv: list[str]) -> int:

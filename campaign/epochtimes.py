@@ -6,6 +6,11 @@
 this table. Every number is read from the runs' metrics.jsonl and run.json: epoch 1 is shown
 apart because it carries one-off costs (graph building, compilation, allocator warm-up), and the
 steady-state figure is the mean of the later epochs.
+
+Ranking frameworks is a speed comparison, so it follows the kit's rule (analysis.decide): each
+framework's steady epochs against the fastest one's get a 95 % interval of the ratio, and it is
+called slower only when the whole interval lies above 1; otherwise it is "undecided", with the
+noise and how many more steady epochs (more epochs, or REPEATS) would decide it.
 """
 
 from __future__ import annotations
@@ -16,8 +21,14 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from analysis.decide import Decision, Target, decide_two_samples
 from bench.errors import UsageError
 from bench.schema import SchemaError, iter_run_dirs, read_metrics, read_run
+
+# "Slower than the fastest": the ratio of steady epoch times above 1. When two frameworks sit on the
+# same speed, a difference under 2 % is not one this table sets out to rank: the pairs needed are
+# then those that measure the ratio to ±2 %.
+SLOWER = Target(">=", 1.0, tolerance=0.02)
 
 
 @dataclass(frozen=True)
@@ -32,9 +43,14 @@ class EpochTimes:
     run_id: str
 
     @property
+    def steady_epochs(self) -> list[float]:
+        """The epochs after the first (the first alone when there is only one)."""
+        return self.epochs[1:] or self.epochs
+
+    @property
     def steady(self) -> float | None:
-        """Mean seconds of the epochs after the first (the first alone when there is only one)."""
-        later = self.epochs[1:] or self.epochs
+        """Mean seconds of the steady epochs."""
+        later = self.steady_epochs
         return statistics.fmean(later) if later else None
 
 
@@ -67,18 +83,63 @@ def collect(campaign: Path, workload: str) -> list[EpochTimes]:
     return sorted(rows, key=lambda r: (r.steady is None, r.steady or 0.0, r.framework))
 
 
-def table(rows: list[EpochTimes]) -> str:
-    """A plain-text table: one line per framework, epochs in columns."""
+def compare(rows: list[EpochTimes]) -> dict[str, Decision]:
+    """Each other framework's steady epochs against the fastest one's (rows[0], as collect sorts):
+    the ratio of their geometric means with its 95 % interval (analysis.decide.decide_two_samples:
+    Welch's t on log epoch times) and whether it is slower. The steady epochs of all of a
+    framework's runs are pooled as one sample; epochs of one run share its process and machine
+    state, so with a single run the interval shows the epoch-to-epoch noise, not the run-to-run."""
+    pooled: dict[str, list[float]] = {}
+    for r in rows:
+        if r.status == "ok" and r.steady_epochs:
+            pooled.setdefault(r.framework, []).extend(r.steady_epochs)
+    if not pooled:
+        return {}
+    fastest = rows[0].framework
+    return {name: decide_two_samples(times, pooled[fastest], SLOWER, unit="steady epochs")
+            for name, times in pooled.items() if name != fastest}
+
+
+def table(rows: list[EpochTimes], decisions: dict[str, Decision] | None = None) -> str:
+    """A plain-text table: one line per framework, epochs in columns, and its steady epochs'
+    ratio to the fastest framework's with the 95 % interval (compare) when there is one."""
+    decisions = compare(rows) if decisions is None else decisions
     n = max((len(r.epochs) for r in rows), default=0)
-    head = ["framework", *(f"epoch {i} s" for i in range(1, n + 1)), "steady s/epoch", "test acc", "threads", "run"]
+    head = ["framework", *(f"epoch {i} s" for i in range(1, n + 1)), "steady s/epoch", "vs fastest [95 %]",
+            "test acc", "threads", "run"]
     lines = [head]
     for r in rows:
         cells = [f"{t:.2f}" for t in r.epochs] + ["-"] * (n - len(r.epochs))
         steady = f"{r.steady:.2f}" if r.steady is not None else r.status
         acc = f"{r.test_accuracy:.4f}" if r.test_accuracy is not None else "-"
-        lines.append([r.framework, *cells, steady, acc, r.threads, r.run_id])
+        lines.append([r.framework, *cells, steady, _versus(r, rows[0], decisions), acc, r.threads, r.run_id])
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() for line in lines)
+
+
+def _versus(row: EpochTimes, first: EpochTimes, decisions: dict[str, Decision]) -> str:
+    if row.status != "ok" or not row.steady_epochs:
+        return "-"
+    if row.framework == first.framework:
+        return "fastest"
+    d = decisions.get(row.framework)
+    if d is None or d.estimate is None:
+        return "-"
+    if d.low is None or d.high is None:
+        return f"{d.estimate:.2f}"
+    return f"{d.estimate:.2f} [{d.low:.2f}-{d.high:.2f}]"
+
+
+def verdicts(rows: list[EpochTimes], decisions: dict[str, Decision]) -> list[str]:
+    """One line per compared framework: its ratio to the fastest, interval, and slower / undecided."""
+    if not decisions:
+        return []
+    out = [f"vs {rows[0].framework} (the fastest steady state): ratio of steady epoch times (geometric means), "
+           "95 % interval; 'slower' only when the whole interval is above 1"]
+    for name, d in decisions.items():
+        verdict = d.verdict_text(meets="slower", misses="faster")
+        out.append(f"  {name} / {rows[0].framework}: {d.interval_text()}: {verdict}")
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -98,7 +159,12 @@ def main(argv: list[str] | None = None) -> int:
           f"{data.get('train_examples', '?')} training examples, {data.get('source', 'real')} data, "
           f"device {config['device']}), one campaign: {args.campaign}")
     print("epoch 1 includes one-off costs (graph building, compilation); steady = mean of the later epochs")
-    print(table(rows))
+    decisions = compare(rows)
+    print(table(rows, decisions))
+    lines = verdicts(rows, decisions)
+    if lines:
+        print()
+        print("\n".join(lines))
     return 0
 
 

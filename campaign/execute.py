@@ -6,6 +6,10 @@ written, so an interrupted campaign leaves nothing that looks complete and resum
 stopped. A run whose process died without a run.json gets one from the host, made by the same
 constructor the entrypoint uses (bench.schema.run_record), with the cause the host observed.
 
+Each run is claimed before it starts (campaign/claims.py: a claim file per run id, which holds on
+NFS and Lustre too), so two campaign processes or executors on one folder, on one host or several,
+never run the same run id at once: a run claimed by a live holder elsewhere is left to it.
+
 Runs go one at a time by default (the studies' protocol on CPU). Given several slots (a GPU
 campaign: one GpuSlot per GPU; a CPU campaign asked for --parallel N: N empty slots), up to one run
 per slot is in flight at once, each on its own thread (runners block in a subprocess or a container
@@ -15,7 +19,7 @@ abort()) and left as .partial folders, to be run again when the campaign resumes
 
 from __future__ import annotations
 
-import fcntl
+import json
 import os
 import queue
 import shutil
@@ -24,12 +28,29 @@ import threading
 import time
 from pathlib import Path
 
-from bench import request, schema
+from bench import atomic, request, schema
 from bench.errors import UsageError
+from campaign import claims
 from campaign.plan import PlannedRun
 from campaign.runners import GpuSlot, Outcome, Runner
 
 DEFAULT_TIMEOUT_S = 24 * 3600  # the study's limit per run
+# Failures that say nothing about the run itself (the scheduler took it away): redone on resume.
+REDONE_CAUSES = ("cancelled",)
+
+
+class Cancellation:
+    """Set when the executor was told to stop a run (a Slurm task sent SIGTERM by scancel, its time
+    limit or preemption): the run is killed and recorded as failed with this cause."""
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.failure: dict = {}
+
+    def cancel(self, message: str) -> None:
+        """Record why, then set the event (the launching thread reads `failure` after it)."""
+        self.failure = {"cause": "cancelled", "message": message[:2000]}
+        self.event.set()
 
 
 def failure_of(outcome: Outcome, log_tail: str) -> dict:
@@ -53,10 +74,14 @@ def _log_tail(run_dir: Path, chars: int = 400) -> str:
 
 
 def execute_one(run: PlannedRun, runner: Runner, campaign_dir: Path, timeout_s: float | None,
-                gpu: GpuSlot | None = None, stopped: threading.Event | None = None) -> dict | None:
+                gpu: GpuSlot | None = None, stopped: threading.Event | None = None,
+                cancelled: Cancellation | None = None, sidecar: dict | None = None) -> dict | None:
     """Launch a run into its .partial folder (given `gpu`), make sure it has a valid run.json, then
     publish it. None, and nothing published, when `stopped` was set meanwhile (the campaign was
-    stopped and the run killed: not a result)."""
+    stopped and the run killed: not a result). A run `cancelled` meanwhile is published as failed
+    with the cancellation's cause. `sidecar` ({file name: JSON object}) is written into the run
+    folder before it is published (an executor's record of where it ran). The caller holds the
+    run's claim."""
     if stopped is not None and stopped.is_set():
         return None  # stopped before this thread got to launch it
     partial = (campaign_dir / f"{run.run_id}.partial").resolve()  # runners mount or chdir: absolute
@@ -71,28 +96,25 @@ def execute_one(run: PlannedRun, runner: Runner, campaign_dir: Path, timeout_s: 
         return None
     try:
         record = schema.read_run(partial)
+        if cancelled is not None and cancelled.event.is_set() and record["status"] == "ok":
+            cancelled = None  # it finished before the signal reached it: a result like any other
     except (OSError, schema.SchemaError):
+        record = None
+    if record is None or (cancelled is not None and cancelled.event.is_set()):
         record = schema.run_record(run.request)
         if gpu is not None:
             record["device_used"]["gpu"] = {"index": gpu.index, "uuid": gpu.uuid, "name": gpu.name}
-        schema.write_run(partial, schema.finish(record, failure_of(outcome, _log_tail(partial))))
+        failure = (cancelled.failure if cancelled is not None and cancelled.event.is_set()
+                   else failure_of(outcome, _log_tail(partial)))
+        schema.write_run(partial, schema.finish(record, failure))
+    for name, content in (sidecar or {}).items():
+        atomic.write_text(partial / name, json.dumps(content, indent=2, sort_keys=True) + "\n")
     os.rename(partial, campaign_dir / run.run_id)
     return record
 
 
-def _lock(campaign_dir: Path):
-    fh = open(campaign_dir / ".lock", "w")
-    try:
-        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        raise UsageError(
-            f"campaign folder {campaign_dir} is in use by another campaign process",
-            "wait for it to finish, or choose another CAMPAIGN name",
-        ) from None
-    return fh
-
-
-def _describe(record: dict) -> str:
+def describe(record: dict) -> str:
+    """How a published run ended, in one line."""
     if record["status"] == "ok":
         acc = record["results"]["test_accuracy"]
         return (f"ok: test_accuracy {acc:.4f}, training {record['timing']['training_time_s']:.1f} s"
@@ -100,19 +122,20 @@ def _describe(record: dict) -> str:
     return f"failed ({record['failure']['cause']}): {record['failure']['message'][:160]}"
 
 
-_SAY = threading.Lock()
+SAY_LOCK = threading.Lock()
 
 
-def _say(line: str) -> None:
+def say(line: str) -> None:
+    """Print a progress line (whole, even with several runs in flight)."""
     # One write per line under a lock: runs in flight at once never interleave within a line.
-    with _SAY:
+    with SAY_LOCK:
         sys.stdout.write(line + "\n")
         sys.stdout.flush()
 
 
-def _done_earlier(run: PlannedRun, campaign_dir: Path, retry_failed: bool, head: str) -> bool:
+def is_done(run: PlannedRun, campaign_dir: Path, retry_failed: bool, head: str) -> bool:
     """Whether the run is done (ok, or failed and not to be retried): skip it. A failed run to
-    retry is moved aside (kept) first."""
+    retry (asked for, or cancelled by a scheduler) is moved aside (kept) first."""
     final = campaign_dir / run.run_id
     if not (final / schema.RUN_FILE).exists():
         return False
@@ -121,8 +144,9 @@ def _done_earlier(run: PlannedRun, campaign_dir: Path, retry_failed: bool, head:
     except schema.SchemaError as exc:
         raise UsageError(f"completed run folder {final} is unreadable ({exc})",
                          "move that folder out of the campaign to redo the run") from None
-    if done["status"] == "ok" or not retry_failed:
-        _say(f"{head}: done earlier ({done['status']}), skipped")
+    redo = retry_failed or (done["failure"] or {}).get("cause") in REDONE_CAUSES
+    if done["status"] == "ok" or not redo:
+        say(f"{head}: done earlier ({done['status']}), skipped")
         return True
     shutil.move(final, campaign_dir / f".retried-{run.run_id}-{int(time.time())}")
     return False
@@ -133,7 +157,7 @@ class _Campaign:
 
     def __init__(self, runner: Runner, campaign_dir: Path, timeout_s: float | None, slots: list) -> None:
         self.runner, self.campaign_dir, self.timeout_s = runner, campaign_dir, timeout_s
-        self.counts = {"ok": 0, "failed": 0, "skipped": 0}
+        self.counts = {"ok": 0, "failed": 0, "skipped": 0, "elsewhere": 0}
         self.free: queue.Queue = queue.Queue()
         self.slots = len(slots)
         for slot in slots:
@@ -143,25 +167,29 @@ class _Campaign:
         self.stopped = threading.Event()
         self._counts_lock = threading.Lock()
 
-    def run(self, head: str, run: PlannedRun, slot: GpuSlot | None) -> None:
-        """Run one, saying where it runs and how it ended."""
+    def run(self, head: str, run: PlannedRun, slot: GpuSlot | None, claim: claims.Claim) -> None:
+        """Run one (its claim held), saying where it runs and how it ended; release the claim."""
         where = f" on {slot.label()}" if slot is not None else ""
-        _say(f"{head}: running{where}")
+        say(f"{head}: running{where}")
         t0 = time.monotonic()
-        record = execute_one(run, self.runner, self.campaign_dir, self.timeout_s, slot, self.stopped)
+        try:
+            record = execute_one(run, self.runner, self.campaign_dir, self.timeout_s, slot, self.stopped)
+        finally:
+            claim.release()
         if record is None:
-            _say(f"{head}: stopped{where}; it runs again when the campaign resumes")
+            say(f"{head}: stopped{where}; it runs again when the campaign resumes")
             return
         with self._counts_lock:
             self.counts[record["status"]] += 1
-        _say(f"{head}: {_describe(record)} [{time.monotonic() - t0:.0f} s]{where}")
+        say(f"{head}: {describe(record)} [{time.monotonic() - t0:.0f} s]{where}")
 
-    def start(self, head: str, run: PlannedRun) -> bool:
-        """Start the run on a thread once a slot is free (blocks until one is); False, and nothing
-        started, once a run in flight has raised."""
+    def start(self, head: str, run: PlannedRun, claim: claims.Claim) -> bool:
+        """Start the run (its claim held) on a thread once a slot is free (blocks until one is);
+        False, the claim released and nothing started, once a run in flight has raised."""
         slot = self.free.get()
         if self.errors:
             self.free.put(slot)
+            claim.release()
             return False
 
         def work() -> None:
@@ -170,7 +198,7 @@ class _Campaign:
             with self._counts_lock:
                 self.threads.append(threading.current_thread())
             try:
-                self.run(head, run, slot)
+                self.run(head, run, slot, claim)
             except BaseException as exc:  # re-raised in the campaign's thread by wait()
                 self.errors.append(exc)
             finally:
@@ -200,30 +228,68 @@ class _Campaign:
             thread.join(timeout=max(0.0, deadline - time.monotonic()))
 
 
+def claim_missing(run: PlannedRun, campaign_dir: Path, retry_failed: bool, head: str,
+                  executor: str = "local", executor_id: str = "") -> claims.Claim | str:
+    """The run's claim when it is to be run here now; else why not: 'done' (skipped) or 'elsewhere'
+    (a live holder has it)."""
+    if is_done(run, campaign_dir, retry_failed, head):
+        return "done"
+    claim = claims.take(campaign_dir, run.run_id, executor, executor_id)
+    if claim is None:
+        info = claims.read(campaign_dir, run.run_id) or {}
+        say(f"{head}: running elsewhere ({claims.describe(info)}), left to it")
+        return "elsewhere"
+    # Published by its last holder between the check above and the claim: done, not to be redone.
+    if (campaign_dir / run.run_id / schema.RUN_FILE).exists() and is_done(run, campaign_dir, retry_failed, head):
+        claim.release()
+        return "done"
+    return claim
+
+
+def missing_runs(runs: list[PlannedRun], campaign_dir: Path, retry_failed: bool,
+                 waiting: set[str] | frozenset = frozenset()) -> list[PlannedRun]:
+    """The runs to hand to a scheduler: not done, not `waiting` in its queue, not claimed by a live
+    holder (saying so for each left out)."""
+    missing = []
+    for i, run in enumerate(runs, 1):
+        if run.run_id in waiting:
+            continue
+        head = f"[{i}/{len(runs)}] {run.label} ({run.run_id})"
+        if is_done(run, campaign_dir, retry_failed, head):
+            continue
+        info = claims.read(campaign_dir, run.run_id)
+        if info is not None and not claims.is_stale(info):
+            say(f"{head}: running elsewhere ({claims.describe(info)}), left to it")
+            continue
+        missing.append(run)
+    return missing
+
+
 def execute(runs: list[PlannedRun], runner: Runner, campaign_dir: Path, timeout_s: float | None,
             retry_failed: bool = False, slots: list[GpuSlot | None] | tuple = (None,)) -> dict[str, int]:
-    """Run what is missing, skip what is done; return counts of ok, failed and skipped runs.
+    """Run what is missing, skip what is done or claimed elsewhere; return counts of ok, failed,
+    skipped (done earlier) and elsewhere (in flight in another process) runs.
 
     Up to len(slots) runs are in flight at once, each given a slot of its own: a GpuSlot (a GPU
     campaign: one run per GPU) or None (a CPU run). One slot (the default) runs them one at a time
     in this thread, as the studies did."""
     slots = list(slots) or [None]
     campaign_dir.mkdir(parents=True, exist_ok=True)
-    lock = _lock(campaign_dir)
     campaign = _Campaign(runner, campaign_dir, timeout_s, slots)
     try:
         for i, run in enumerate(runs, 1):
             head = f"[{i}/{len(runs)}] {run.label} ({run.run_id})"
-            if _done_earlier(run, campaign_dir, retry_failed, head):
+            claim = claim_missing(run, campaign_dir, retry_failed, head)
+            if claim == "done":
                 campaign.counts["skipped"] += 1
+            elif claim == "elsewhere":
+                campaign.counts["elsewhere"] += 1
             elif len(slots) == 1:
-                campaign.run(head, run, slots[0])
-            elif not campaign.start(head, run):
+                campaign.run(head, run, slots[0], claim)
+            elif not campaign.start(head, run, claim):
                 break
         campaign.wait()
     except BaseException:
         campaign.abort()
         raise
-    finally:
-        lock.close()
     return campaign.counts

@@ -14,7 +14,7 @@ from bench.errors import UsageError, run_cli
 
 MIN_PYTHON = (3, 11)
 # Import name -> the package that provides it.
-HOST_MODULES = {"numpy": "numpy", "scipy": "scipy", "matplotlib": "matplotlib", "psutil": "psutil"}
+HOST_MODULES = {"numpy": "numpy", "scipy": "scipy", "matplotlib": "matplotlib", "psutil": "psutil", "pandas": "pandas"}
 GPU_MODULES = {"pynvml": "nvidia-ml-py"}
 
 

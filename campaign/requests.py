@@ -37,11 +37,13 @@ class Dataset:
 class Environment:
     """What a runner prepared for a framework: its identity (lock sha256, image id, or the system
     runner's packages sha256) and, for containers, the image digest run.json records; for the system
-    runner, the environment it found (request environment.system: bench/request.py)."""
+    runner, the environment it found (request environment.system: bench/request.py); for a
+    container wrapper, the image it runs (environment.container)."""
 
     env_id: str
     image_digest: str | None = None
     system: dict | None = None
+    container: dict | None = None
 
 
 def subset_indices(n: int, k: int | None) -> list[int] | None:
@@ -86,4 +88,5 @@ def resolve(*, framework: str, era: str, workload: str, profile: str, spec: dict
     return request.make(
         framework=framework, era=era, workload=workload, profile=profile, spec=spec, data=data, device=device,
         threads=threads, seed=seed, repeat=repeat, campaign=campaign, runner=runner, env_id=environment.env_id,
-        image_digest=environment.image_digest, monitor=monitor, system=environment.system)
+        image_digest=environment.image_digest, monitor=monitor, system=environment.system,
+        container=environment.container)

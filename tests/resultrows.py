@@ -1,6 +1,6 @@
 """Hand-made run-table rows for tests of the claims, transfer and significance checks.
 
-The rows carry only the run-table columns (analysis.aggregate.RUN_COLUMNS) those checks read, with
+The rows carry only the run-table columns (analysis.runs.RUN_COLUMNS) those checks read, with
 values chosen by the test, so expected results can be computed by hand.
 """
 

@@ -2,14 +2,15 @@
 
 Rule: every section is a builder `(ctx: ReportContext) -> list[Block]`: it reads only what the report
 is built from (analysis.context) and arranges the results of the modules that compute them
-(aggregate, claims and studies, transfer, significance, reference) into headings, paragraphs, tables
+(summary, claims and studies, transfer, significance, reference) into headings, paragraphs, tables
 and figures. A section that needs more (e.g. the claims' outcomes) derives it from ctx, so every
 builder has the same signature and SECTIONS alone decides the order.
 
     overview        header (title, banners), unreadable runs and notes, runs overview
+    scoreboard      measured vs published accuracy and time per cell: the figure and table opening the report
     comparison      comparison with the published numbers, resource use
     eras            paper era vs current era: the same workloads side by side
-    claims          what reproduced: the studies' claims and how each is tested
+    claims          what reproduced: the claims the campaign decides, those it cannot (and what would), the tests
     contention      runs whose training absorbed other load, and the verdicts resting on them
     transfer        what transfers across hardware (orders, relative times, speedups)
     statistics      the paper's statistics (Wilcoxon, Pearson, bootstrap)

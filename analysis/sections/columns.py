@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from analysis.aggregate import CELL_KEYS, CellSummary
+from analysis.summary import CELL_KEYS, CellSummary
 from analysis.transfer import GROUP_KEYS
 
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from analysis.aggregate import CellSummary
 from analysis.claims import PAPER_PROFILE
 from analysis.context import ReportContext
 from analysis.document import Block, Heading, Inline, Para, Table, Tag
 from analysis.reference import METRIC_COLUMNS, PublishedValue, published_for
 from analysis.sections.columns import cell_columns
 from analysis.stats import Estimate, format_estimate, ratio
+from analysis.summary import CellSummary
 from analysis.transfer import ACCURACY_TOLERANCE_PP, WITHIN, accuracy_verdict
 
 _COMPARED = (

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from analysis.aggregate import PAPER_ERA
 from analysis.context import ReportContext
 from analysis.departures import departures
 from analysis.document import Block, Heading, Inline, Para, Table
 from analysis.eras import on_study_python, outside_image_rows, outside_image_text, study_python
+from analysis.runs import PAPER_ERA
 from analysis.sections.environment import distinct
 
 # The make commands that check the study's own setup where a registry answers.

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from analysis.aggregate import run_python
 from analysis.context import ReportContext
 from analysis.document import Block, Bullets, Heading, Inline, Para, Table
 from analysis.reference import published_hardware
+from analysis.runs import run_python
 from bench.hashing import content_hash
 from campaign.runners.system import label as system_label
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from analysis.aggregate import CURRENT_ERA, PAPER_ERA
 from analysis.context import ReportContext
 from analysis.document import Block, Heading, Inline, Para, Table
 from analysis.eras import (
@@ -13,6 +12,7 @@ from analysis.eras import (
     outside_image_text,
     unpaired_cells,
 )
+from analysis.runs import CURRENT_ERA, PAPER_ERA
 from analysis.sections.comparison import measured_text
 from analysis.sections.environment import distinct
 from analysis.transfer import ACCURACY_TOLERANCE_PP

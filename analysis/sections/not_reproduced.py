@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from analysis.aggregate import CellSummary
 from analysis.context import ReportContext
 from analysis.document import Block, Bullets, Heading, Inline, Para, Table
 from analysis.reference import METRIC_COLUMNS, PublishedValue, all_published, device_env, workload_cell
+from analysis.summary import CellSummary
 
 
 def _measured_cells(ctx: ReportContext) -> dict[tuple[str, str, str, str], list[CellSummary]]:

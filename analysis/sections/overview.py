@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections import Counter
 
-from analysis.aggregate import PAPER_ERA
 from analysis.claims import PAPER_PROFILE
 from analysis.context import ReportContext
 from analysis.document import Block, Bullets, Heading, Para, Table
 from analysis.eras import eras_of, outside_image_rows, outside_image_text, study_python
+from analysis.runs import PAPER_ERA
 from analysis.sections.columns import cell_columns
 from analysis.sections.environment import system_notes
 

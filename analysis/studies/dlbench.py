@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 
-from analysis.aggregate import CellSummary
 from analysis.claims import (
     NOT_REPRODUCED,
     ORDER_OF_MAGNITUDE_LOW,
@@ -25,6 +24,7 @@ from analysis.claims import (
 )
 from analysis.reference import device_env, workload_cell
 from analysis.stats import describe, format_number, kendall
+from analysis.summary import CellSummary
 from analysis.transfer import ACCURACY_TOLERANCE_PP, device_pairs, speedups
 
 STUDY = "DLBench"
@@ -222,20 +222,21 @@ def cpu_gpu_curves_same(t: ResultsTable) -> ClaimResult:
 
 CLAIMS: list[Claim] = [
     Claim("1", STUDY, "No framework is best on accuracy across all datasets and architectures.",
-          no_framework_best_on_accuracy),
+          no_framework_best_on_accuracy, decided_by=("cpu-cnn",)),
     Claim("2", STUDY, "GPU shortens training time by about an order of magnitude on most workloads.",
-          gpu_order_of_magnitude_faster, load_sensitive=True),
+          gpu_order_of_magnitude_faster, load_sensitive=True, decided_by=("cpu-cnn", "gpu-cnn")),
     Claim("3", STUDY, "Keras on IMDB LSTM trains faster on CPU alone than with the GPU.",
-          keras_imdb_cpu_faster, load_sensitive=True),
+          keras_imdb_cpu_faster, load_sensitive=True, decided_by=("cpu-lstm", "gpu-lstm")),
     Claim("4", STUDY, "Longer training time does not imply higher accuracy.",
-          longer_time_not_higher_accuracy, load_sensitive=True),
+          longer_time_not_higher_accuracy, load_sensitive=True, decided_by=("cpu-cnn",)),
     Claim("5", STUDY, "Higher CPU/memory use does not imply shorter training time.",
-          more_resources_not_faster, load_sensitive=True),
+          more_resources_not_faster, load_sensitive=True, decided_by=("cpu-cnn",)),
     Claim("6", STUDY, "GPU utilization is much higher than CPU utilization; CNN GPU use close to 100 %.",
-          gpu_util_much_higher, load_sensitive=True),
+          gpu_util_much_higher, load_sensitive=True, decided_by=("gpu-cnn",)),
     Claim("7", STUDY, "Theano reaches 50 % on IMDB and leaks memory on IMDB LSTM CPU.",
-          theano_imdb_failure_and_leak),
+          theano_imdb_failure_and_leak, decided_by=("cpu-lstm",)),
     Claim("8", STUDY, "Training time is proportional to the number of epochs.",
-          time_proportional_to_epochs, load_sensitive=True),
-    Claim("9", STUDY, "Accuracy curves along epochs are almost the same on CPU and GPU.", cpu_gpu_curves_same),
+          time_proportional_to_epochs, load_sensitive=True, decided_by=("cpu-cnn",)),
+    Claim("9", STUDY, "Accuracy curves along epochs are almost the same on CPU and GPU.", cpu_gpu_curves_same,
+          decided_by=("cpu-cnn", "gpu-cnn")),
 ]

@@ -55,7 +55,7 @@ CLAIMS: list[Claim] = [
     Claim("Shi-1", STUDY, "CPU performance scales poorly past the physical core count.",
           shi_cpu_scaling_past_cores, load_sensitive=True),
     Claim("Shi-2", STUDY, "GPU is one to two orders of magnitude faster than the CPU.",
-          shi_gpu_one_to_two_orders_faster, load_sensitive=True),
+          shi_gpu_one_to_two_orders_faster, load_sensitive=True, decided_by=("cpu-cnn", "gpu-cnn")),
     Claim("Shi-3", STUDY, "No tool wins everywhere (training speed).",
-          shi_no_tool_fastest_everywhere, load_sensitive=True),
+          shi_no_tool_fastest_everywhere, load_sensitive=True, decided_by=("cpu-cnn",)),
 ]

@@ -119,7 +119,7 @@ def wu_cpu_use_falls_with_batch(t: ResultsTable) -> ClaimResult:
 
 CLAIMS: list[Claim] = [
     Claim("Wu-1", STUDY, "Training time is proportional to the number of epochs.",
-          wu_time_proportional_to_epochs, load_sensitive=True),
+          wu_time_proportional_to_epochs, load_sensitive=True, decided_by=("cpu-cnn",)),
     Claim("Wu-2", STUDY, "A larger batch lowers accuracy at a fixed number of epochs.",
           wu_larger_batch_lower_accuracy),
     Claim("Wu-3", STUDY, "The learning rate changes accuracy but hardly the training time.",

@@ -136,6 +136,10 @@ def get(name: str, device: str = "cpu", era: str = "current", gpus: tuple[GpuSlo
         from campaign.runners.docker import DockerRunner
 
         return DockerRunner(device=device, era=era, gpus=gpus)
+    if name == "charliecloud":
+        from campaign.runners.charliecloud import CharliecloudRunner
+
+        return CharliecloudRunner(device=device, era=era)
     if name == "system":
         from campaign.runners.system import SystemRunner
 

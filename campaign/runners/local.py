@@ -97,13 +97,19 @@ class LocalRunner:
 
 def launch_entrypoint(python: Path | str, run_dir: Path, timeout_s: float | None, pythonpath: str,
                       gpu: GpuSlot | None = None) -> Outcome:
-    """Run `python -m bench run` on run_dir's request in its own process group, its output into
-    run_dir/log.txt, seeing only `gpu` when given (gpu_env); kill the whole group on timeout, or
-    when the campaign is stopped (the local and system runners' launch)."""
+    """Run `python -m bench run` on run_dir's request (the local and system runners' launch): see
+    launch_process."""
     env = {**os.environ, "PYTHONPATH": pythonpath, "PYTHONUNBUFFERED": "1", **gpu_env(gpu)}
+    return launch_process([str(python), "-m", "bench", *entrypoint_args(run_dir)], run_dir, timeout_s, env, gpu)
+
+
+def launch_process(argv: list[str], run_dir: Path, timeout_s: float | None, env: dict[str, str],
+                   gpu: GpuSlot | None = None) -> Outcome:
+    """Run `argv` (a run's entrypoint, directly or through a container wrapper) in its own process
+    group, its output into run_dir/log.txt; kill the whole group on timeout, or when the campaign
+    is stopped."""
     proc = subprocess.Popen(
-        [str(python), "-m", "bench", *entrypoint_args(run_dir)],
-        cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        argv, cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         start_new_session=True, preexec_fn=_die_with_parent,
     )
     with _RUNNING_LOCK:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from analysis.aggregate import load_campaign, summarize
 from analysis.context import ReportContext
+from analysis.runs import load_campaign
+from analysis.summary import summarize
 
 
 def read_csv(path: Path) -> list[dict[str, str]]:
@@ -18,4 +19,4 @@ def read_csv(path: Path) -> list[dict[str, str]]:
 def report_context(campaign: Path, out: Path) -> ReportContext:
     """What the report of a campaign folder is built from, without figures (for calling one section)."""
     loaded = load_campaign(campaign)
-    return ReportContext(loaded, summarize(loaded.rows), [], out)
+    return ReportContext(loaded, summarize(loaded.table), [], out, loaded.epochs)

@@ -16,7 +16,6 @@ import pytest
 
 from analysis import NoRunsError, analyze
 from analysis.__main__ import main as cli_main
-from analysis.aggregate import load_campaign, summarize
 from analysis.reference import (
     ORIGIN_LOGS,
     ORIGIN_PAPER,
@@ -24,7 +23,9 @@ from analysis.reference import (
     parse_wall_seconds,
     published_for,
 )
+from analysis.runs import load_campaign
 from analysis.stats import INSUFFICIENT_DATA, describe, format_estimate
+from analysis.summary import summarize
 from tests.analysis.reading import read_csv
 from tests.runfactory import make_run
 
@@ -187,8 +188,9 @@ def test_reference_parsers() -> None:
 
 def test_figures_written(analysed: dict) -> None:
     names = {p.name for p in analysed["result"].figures}
-    assert names == {"training_time.png", "test_accuracy.png", "utilization_cpu.png", "convergence_cnn-mnist.png",
-                     "convergence_lstm-imdb.png", "resources_cnn-mnist.png", "resources_lstm-imdb.png"}
+    assert names == {"scoreboard.png", "training_time.png", "test_accuracy.png", "utilization_cpu.png",
+                     "convergence_cnn-mnist.png", "convergence_lstm-imdb.png", "resources_cnn-mnist.png",
+                     "resources_lstm-imdb.png"}
     for path in analysed["result"].figures:
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -215,7 +217,8 @@ def test_report_md_contents(analysed: dict) -> None:
 
 def test_report_html_is_self_contained(analysed: dict) -> None:
     html = analysed["html"]
-    assert html.count('src="data:image/png;base64,') == len(analysed["result"].figures) == 7
+    # The scoreboard's figure is shown once, at the top; every figure is embedded exactly once.
+    assert html.count('src="data:image/png;base64,') == len(analysed["result"].figures) == 8
     for attr in re.findall(r'(?:src|href)="([^"]*)"', html):
         assert "://" not in attr and not attr.startswith("//"), attr
     assert "<script" not in html and "<link" not in html and "@import" not in html
@@ -249,7 +252,7 @@ def test_campaign_with_zero_ok_runs_still_reports(tmp_path: Path) -> None:
     assert "no successful run (failed: nan:1)" in md and "every run failed" in md
     # No bars or curves without a finished run; the failed run's resource samples are still shown.
     assert [p.name for p in result.figures] == ["resources_cnn-mnist.png"]
-    cells = summarize(load_campaign(campaign).rows)
+    cells = summarize(load_campaign(campaign).table)
     assert [(c.key["framework"], len(c.ok_rows)) for c in cells] == [("pytorch", 0), ("keras", 0)]
 
 
@@ -288,16 +291,19 @@ def test_cli_prints_where_the_report_went(analysed: dict, capsys: pytest.Capture
 
 def test_claims_table_comes_before_the_detailed_tables(analysed: dict) -> None:
     md, html = analysed["md"], analysed["html"]
-    assert md.index("## What reproduced") < md.index("## Runs overview") < md.index("## Comparison with")
+    assert (md.index("## Scoreboard") < md.index("## What reproduced") < md.index("### Claims this campaign cannot")
+            < md.index("## Runs overview") < md.index("## Comparison with") < md.index("## How each claim is tested"))
     assert '<h2 id="what-reproduced">' in html and '<table class="claims">' in html
     # Claim 1: pytorch is more accurate on cnn-mnist (98.5 vs 97.25) and the only framework with an
-    # accuracy on lstm-imdb (tensorflow missing), so only one group qualifies: insufficient data.
-    claim1 = next(line for line in md.splitlines() if line.startswith("| 1 | DLBench"))
-    assert "**insufficient data**" in claim1 and "1 (workload, device) group(s)" in claim1
-    # Claim 8: three 1/3-time epochs per run, cumulative time linear.
+    # accuracy on lstm-imdb (tensorflow missing), so only one group qualifies: not decided here, and the
+    # line says which campaign would decide it.
+    assert not any(line.startswith("| 1 | DLBench") for line in md.splitlines())
+    claim1 = next(line for line in md.splitlines() if line.startswith("- **1** DLBench"))
+    assert "decided by `make cpu-cnn`" in claim1 and "1 (workload, device) group(s)" in claim1
+    # Claim 8: three 1/3-time epochs per run, cumulative time linear: decided, in the claims table.
     claim8 = next(line for line in md.splitlines() if line.startswith("| 8 | DLBench"))
     assert "**reproduced**" in claim8 and "5 of 5 runs linear" in claim8
-    assert "### How each claim is tested" in md and "R² ≥ 0.99" in md
+    assert "R² ≥ 0.99" in md.split("## How each claim is tested")[1]
 
 
 def test_report_has_transfer_statistics_tolerance_and_hardware(analysed: dict) -> None:

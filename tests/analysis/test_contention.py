@@ -17,7 +17,6 @@ import psutil
 import pytest
 
 from analysis import analyze
-from analysis.aggregate import read_epochs
 from analysis.contention import (
     CONTENDED_CPU_MEAN_PCT,
     CONTENDED_CPU_SHARE_PCT,
@@ -39,9 +38,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _section_md(campaign: Path, out: Path) -> str:
-    ctx = report_context(campaign, out)
-    ctx.epochs = read_epochs(ctx.campaign)  # the epoch-time claims read them
-    return render_markdown(contention_section(ctx))
+    return render_markdown(contention_section(report_context(campaign, out)))
 
 
 def _table_rows(md: str) -> dict[str, list[str]]:

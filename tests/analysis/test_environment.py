@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from analysis import analyze
-from analysis.aggregate import load_campaign, summarize
+from analysis.runs import load_campaign
+from analysis.summary import summarize
 from bench.schema import read_run, write_run
 from tests.analysis.reading import read_csv
 from tests.runfactory import SYSTEM_SHA256, make_run
@@ -26,7 +27,7 @@ def _campaign(root: Path) -> Path:
 
 
 def test_system_runs_are_a_cell_of_their_own(tmp_path):
-    cells = summarize(load_campaign(_campaign(tmp_path)).rows)
+    cells = summarize(load_campaign(_campaign(tmp_path)).table)
     means = {c.key["runner"]: c.estimates["training_time_s"].mean for c in cells}
     assert means == {"local": 105.0, "system": 55.0}  # never the 80 s of all four pooled
 

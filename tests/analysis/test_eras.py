@@ -15,15 +15,16 @@ from pathlib import Path
 import pytest
 
 from analysis import analyze
-from analysis.aggregate import load_campaign, summarize
 from analysis.context import ReportContext
 from analysis.document import Heading, Para, render_markdown
 from analysis.eras import era_pairs, missing_era_commands, outside_image_text, unpaired_cells
+from analysis.runs import load_campaign
 from analysis.sections import Section
 from analysis.sections.departures import departures_section
 from analysis.sections.eras import era_comparison_section
 from analysis.sections.overview import overview_section
 from analysis.significance import framework_pair_tests
+from analysis.summary import summarize
 from analysis.transfer import device_pairs
 from tests.analysis.reading import read_csv, report_context
 from tests.resultrows import row

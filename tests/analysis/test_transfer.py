@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from analysis.aggregate import summarize
 from analysis.reference import ORIGIN_LOGS, ORIGIN_PAPER
 from analysis.significance import bootstrap_intervals, epoch_accuracy_correlations, framework_pair_tests
+from analysis.summary import summarize
 from analysis.transfer import accuracy_verdict, order_comparisons, relative_times, speedups
 from tests.resultrows import row
 

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from bench import request
+from bench import request, schema
 from bench.errors import UsageError
 from tests.runrecord import minimal_request
 
@@ -100,7 +100,8 @@ def test_a_system_run_carries_the_environment_it_found(tmp_path):
 
 
 @pytest.mark.parametrize("make, message", [
-    (lambda: minimal_request(runner="slurm"), "runner 'slurm' is not one of \\('local', 'docker', 'system'\\)"),
+    (lambda: minimal_request(runner="slurm"),
+     "runner 'slurm' is not one of \\('local', 'docker', 'system', 'charliecloud'\\)"),
     (lambda: minimal_request(runner="system", env_id="5a" * 32), "a system run needs environment.system"),
     (lambda: minimal_request(env_id="5a" * 32, system=SYSTEM), "environment.system is only for system runs, not local"),
     (lambda: minimal_request(runner="system", env_id="cd" * 32, system=SYSTEM),
@@ -119,3 +120,28 @@ def test_a_system_run_without_its_cuda_field_is_refused():
     del req["environment"]["system"]["cuda"]
     with pytest.raises(request.RequestError, match="environment.system.cuda is missing or not str or NoneType"):
         request.validate(req)
+
+
+CONTAINER = {"wrapper": "charliecloud", "reference": "/shared/ch/pytorch-current-cpu", "sha256": "ef" * 32}
+
+
+def test_a_charliecloud_run_names_the_image_it_ran_and_keeps_the_docker_runs_id(tmp_path):
+    docker = minimal_request(runner="docker", image_digest="sha256:" + "12" * 32)
+    ch = minimal_request(runner="charliecloud", image_digest="sha256:" + "12" * 32, container=CONTAINER)
+    assert request.read(request.write(tmp_path, ch))["environment"]["container"] == CONTAINER
+    assert ch["run_id"] == docker["run_id"]  # the same image, whichever way it was run: the same run
+    record = schema.run_record(ch)
+    assert record["environment"]["container"] == CONTAINER
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: minimal_request(runner="charliecloud"), "a charliecloud run needs environment.container"),
+    (lambda: minimal_request(container=CONTAINER), "environment.container is only for runs of"),
+    (lambda: minimal_request(runner="charliecloud", container=dict(CONTAINER, sha256="xyz")),
+     "is not a sha256 hex digest"),
+    (lambda: minimal_request(runner="charliecloud", container=dict(CONTAINER, wrapper="apptainer")),
+     "environment.container.wrapper must be 'charliecloud'"),
+])
+def test_a_bad_container_record_is_refused(make, message):
+    with pytest.raises(request.RequestError, match=message):
+        make()

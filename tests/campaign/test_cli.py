@@ -30,7 +30,12 @@ def error_lines(proc: subprocess.CompletedProcess) -> list[str]:
      "error: unknown profile 'fast' for workload 'cnn-mnist'; choose from: paper, quick, smoke (PROFILE=...)"),
     (["REPEATS=many"], "error: REPEATS must be a positive whole number, got 'many'; set e.g. REPEATS=5"),
     (["PARALLEL=0"], "error: PARALLEL must be a positive whole number, got '0'; set e.g. PARALLEL=1"),
-    (["RUNNER=slurm"], "error: unknown runner 'slurm'; choose from: local, docker, system (RUNNER=...)"),
+    (["RUNNER=slurm"], "error: unknown runner 'slurm'; choose from: local, docker, system, charliecloud (RUNNER=...)"),
+    (["EXECUTOR=pbs"], "error: unknown executor 'pbs'; choose from: local, slurm, kubernetes (EXECUTOR=...)"),
+    (["EXECUTOR=slurm", "WAIT=later"], "error: WAIT must be yes or no, got 'later'; set WAIT=yes or WAIT=no"),
+    (["EXECUTOR=kubernetes", "RUNNER=local"],
+     "error: EXECUTOR=kubernetes runs the kit images, not the local runner's environments; use RUNNER=docker, "
+     "with the images pushed (make push REGISTRY=...)"),
     (["DATA=real", "CAMPAIGN=clitest-missing-data"],
      "error: dataset 'mnist' (real) is not prepared in data/prepared/mnist; run 'make download DATASETS=mnist'"),
 ])

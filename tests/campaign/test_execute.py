@@ -16,12 +16,12 @@ def test_completed_runs_are_skipped_and_untouched(tmp_path):
     runner = ScriptRunner("ok")
     runs = planned(tmp_path, runner)
     cdir = tmp_path / "results" / "t"
-    assert execute.execute(runs, runner, cdir, 10) == {"ok": 2, "failed": 0, "skipped": 0}
-    before = {p: p.stat().st_mtime_ns for p in cdir.rglob("*") if p.is_file() and p.name != ".lock"}
+    assert execute.execute(runs, runner, cdir, 10) == {"ok": 2, "failed": 0, "skipped": 0, "elsewhere": 0}
+    before = {p: p.stat().st_mtime_ns for p in cdir.rglob("*") if p.is_file()}
     again = ScriptRunner("ok")
-    assert execute.execute(runs, again, cdir, 10) == {"ok": 0, "failed": 0, "skipped": 2}
+    assert execute.execute(runs, again, cdir, 10) == {"ok": 0, "failed": 0, "skipped": 2, "elsewhere": 0}
     assert again.launched == []
-    assert before == {p: p.stat().st_mtime_ns for p in cdir.rglob("*") if p.is_file() and p.name != ".lock"}
+    assert before == {p: p.stat().st_mtime_ns for p in cdir.rglob("*") if p.is_file()}
 
 
 def test_each_run_folder_keeps_its_request(tmp_path):
@@ -88,7 +88,7 @@ def test_four_gpus_run_four_runs_at_once_each_given_exactly_its_own_gpu(tmp_path
     runs = planned(tmp_path, runner, repeats=4, device="gpu")
     cdir = tmp_path / "results" / "t"
     slots = gpu_slots(FOUR_GPUS, "all")
-    assert execute.execute(runs, runner, cdir, 60, slots=slots) == {"ok": 4, "failed": 0, "skipped": 0}
+    assert execute.execute(runs, runner, cdir, 60, slots=slots) == {"ok": 4, "failed": 0, "skipped": 0, "elsewhere": 0}
     assert most_in_flight(runner.spans) == 4
     uuids = sorted(g["uuid"] for g in FOUR_GPUS)
     # Docker: each container asks for exactly one GPU, by its id, each a different one.

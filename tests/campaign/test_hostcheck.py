@@ -23,5 +23,5 @@ def test_a_bare_python_is_told_what_it_lacks(tmp_path):
     proc = _check(python)
     assert proc.returncode == 2
     assert proc.stderr.splitlines() == [
-        f"error: RUNNER=system runs the host stages on {python}, which lacks numpy, scipy, matplotlib, psutil; "
-        "pip install numpy scipy matplotlib psutil into it, point PYTHON at another Python, or use RUNNER=local"]
+        f"error: RUNNER=system runs the host stages on {python}, which lacks numpy, scipy, matplotlib, psutil, pandas; "
+        "pip install numpy scipy matplotlib psutil pandas into it, point PYTHON at another Python, or use RUNNER=local"]

@@ -1,22 +1,24 @@
-"""A campaign's runs as one tidy table, and per-cell summaries over repeats.
+"""A campaign's runs as one pandas DataFrame: the run table, one row per run folder.
 
 Raw files are the source of truth: the CPU and memory means are recomputed from monitor.csv over
 the training window, and run.json's monitor summary is only a cache that is checked against them.
-Every artifact is read through bench.schema's readers.
+Every artifact is read through bench.schema's readers. ``analysis.load`` hands the table to a
+notebook; the report reads it through a Campaign (the table plus run.json, the per-epoch records and
+what could not be read).
 """
 
 from __future__ import annotations
 
-import csv
-import io
-from collections import Counter
+import statistics
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from analysis.stats import INSUFFICIENT_DATA, Estimate, describe
-from bench import atomic
+import pandas as pd
+
 from bench.schema import (
     RUN_FILE,
     SchemaError,
@@ -28,34 +30,39 @@ from bench.schema import (
     summarize_monitor,
 )
 
-# One row per run, in this column order (tables/runs.csv).
-RUN_COLUMNS: tuple[str, ...] = (
-    "run_id", "framework", "era", "workload", "dataset", "data_source", "device", "profile", "repeat", "seed",
-    "status", "failure_cause", "failure_message",
-    "training_time_s", "eval_time_s", "test_accuracy", "epochs", "epochs_planned",
-    "cpu_util_mean_pct", "mem_mean_mb", "mem_peak_mb", "gpu_util_mean_pct",
-    "monitor_source", "monitor_samples",
+_STR, _INT, _FLOAT = "str", "Int64", "float64"
+
+# The run table's columns in order (tables/runs.csv), each with its pandas dtype: text, whole numbers
+# (nullable: a failed run has no epochs count) and measurements (NaN where not measured).
+RUN_DTYPES: dict[str, str] = {
+    "run_id": _STR, "campaign": _STR, "framework": _STR, "era": _STR, "workload": _STR, "dataset": _STR,
+    "data_source": _STR, "device": _STR, "profile": _STR, "repeat": _INT, "seed": _INT,
+    "status": _STR, "failure_cause": _STR, "failure_message": _STR,
+    "training_time_s": _FLOAT, "eval_time_s": _FLOAT, "test_accuracy": _FLOAT,
+    "epochs": _INT, "epochs_planned": _INT,
+    # From metrics.jsonl: epoch 1 carries one-off costs (graph building, compilation, warm-up), so it
+    # stands apart from the mean of the later epochs (campaign.epochtimes reads them the same way);
+    # the last epoch's loss and training accuracy (percent).
+    "epoch_time_first_s": _FLOAT, "epoch_time_later_mean_s": _FLOAT,
+    "final_loss": _FLOAT, "final_train_accuracy": _FLOAT,
+    "cpu_util_mean_pct": _FLOAT, "mem_mean_mb": _FLOAT, "mem_peak_mb": _FLOAT, "gpu_util_mean_pct": _FLOAT,
+    "monitor_source": _STR, "monitor_samples": _INT,
     # Contention over the training window (bench.schema.other_load): other processes' CPU, and on a
     # GPU the most other processes seen on it; empty for runs whose monitor did not record them.
-    "other_cpu_s", "other_cpu_share_pct", "other_cpu_mean_pct", "gpu_other_procs_max",
-    "batch_size", "learning_rate",
-    "trainable_params", "runner", "image_digest", "env_id", "framework_version", "python", "run_dir",
-)
+    "other_cpu_s": _FLOAT, "other_cpu_share_pct": _FLOAT, "other_cpu_mean_pct": _FLOAT,
+    "gpu_other_procs_max": _INT,
+    "batch_size": _INT, "learning_rate": _FLOAT,
+    "trainable_params": _INT, "runner": _STR, "image_digest": _STR, "env_id": _STR, "framework_version": _STR,
+    "python": _STR, "run_dir": _STR,
+}
+RUN_COLUMNS: tuple[str, ...] = tuple(RUN_DTYPES)
 
 # The software eras a run belongs to (run.json config.era; bench.frameworks.ERAS): the study's exact
 # versions, and today's releases.
 PAPER_ERA, CURRENT_ERA = "paper", "current"
 
-# A summary cell: runs that differ only in repeat/seed. Profile and data source are part of the
-# key because a mean over a quick and a paper run (or real and synthetic data) means nothing; the
-# era too: paper-era and current-era runs of one workload are two experiments, never repeats of one.
-CELL_KEYS: tuple[str, ...] = ("workload", "framework", "era", "device", "runner", "profile", "data_source")
-
-# Run-table columns summarized over the successful repeats of a cell.
-SUMMARY_METRICS: tuple[str, ...] = (
-    "training_time_s", "test_accuracy",
-    "cpu_util_mean_pct", "mem_mean_mb", "mem_peak_mb", "gpu_util_mean_pct",
-)
+# The table's row order: runs of one workload together, then framework, era, device, runner, repeat.
+ROW_ORDER: tuple[str, ...] = ("workload", "framework", "era", "device", "runner", "repeat")
 
 # The run-table columns taken from the monitor summary (bench.schema.summarize_monitor names).
 _MONITOR_SUMMARY_KEYS = ("samples", "cpu_util_mean_pct", "mem_mean_mb", "gpu_util_mean_pct", "mem_peak_mb",
@@ -67,13 +74,32 @@ DISAGREE_RELATIVE = 0.05
 DISAGREE_ABSOLUTE = 1.0
 
 
+def run_frame(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
+    """Run-table rows (dicts) as a DataFrame with the run table's dtypes.
+
+    Run-table columns the rows lack are added empty, in RUN_COLUMNS order; other keys are kept after them
+    (hand-made rows in tests carry only the columns a check reads).
+    """
+    rows = list(rows)
+    extra = list(dict.fromkeys(k for r in rows for k in r if k not in RUN_DTYPES))
+    frame = pd.DataFrame.from_records(rows, columns=[*RUN_COLUMNS, *extra])
+    return frame.astype(RUN_DTYPES)
+
+
+def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """The frame's rows as dicts of plain Python values, None where a value is missing (NaN, <NA>)."""
+    plain = frame.astype(object)
+    return plain.where(plain.notna(), None).to_dict("records")
+
+
 @dataclass
 class Campaign:
     """Everything the analysis reads from one campaign folder, or from several analysed together."""
 
     root: Path
-    rows: list[dict[str, Any]]
+    table: pd.DataFrame  # the run table: one row per run, RUN_COLUMNS, failed runs included
     runs: dict[str, dict]  # run_id -> run.json, for the spec and environment tables
+    epochs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # run_id -> metrics.jsonl records
     problems: list[str] = field(default_factory=list)  # run dirs or files that could not be read
     notes: list[str] = field(default_factory=list)  # raw-vs-cache disagreements and fallbacks
     # Every folder read, in the order given (just [root] for one campaign).
@@ -88,62 +114,46 @@ class Campaign:
         """The campaign's name: its folder's name, or the folders' names joined by '+'."""
         return "+".join(r.name for r in self.roots)
 
+    @cached_property
+    def rows(self) -> list[dict[str, Any]]:
+        """The run table's rows as dicts (None where not measured), in the table's order."""
+        return records(self.table)
+
     @property
     def ok_rows(self) -> list[dict[str, Any]]:
         """Rows of the runs that finished."""
         return [r for r in self.rows if r["status"] == "ok"]
 
 
-@dataclass
-class CellSummary:
-    """The runs of one cell (see CELL_KEYS) and their estimates over successful repeats."""
-
-    key: dict[str, str]
-    rows: list[dict[str, Any]]
-    estimates: dict[str, Estimate]
-
-    @property
-    def ok_rows(self) -> list[dict[str, Any]]:
-        """Rows of the cell's successful runs."""
-        return [r for r in self.rows if r["status"] == "ok"]
-
-    @property
-    def failed_rows(self) -> list[dict[str, Any]]:
-        """Rows of the cell's failed runs."""
-        return [r for r in self.rows if r["status"] != "ok"]
-
-    def failure_causes(self) -> str:
-        """'cause:count' pairs, e.g. 'oom:1; nan:2' (empty if none failed)."""
-        counts = Counter(r["failure_cause"] for r in self.failed_rows)
-        return "; ".join(f"{cause}:{n}" for cause, n in sorted(counts.items()))
-
-    def as_csv_row(self) -> dict[str, Any]:
-        """The cell as one row of tables/summary.csv."""
-        row: dict[str, Any] = dict(self.key)
-        row["n_ok"] = len(self.ok_rows)
-        row["n_failed"] = len(self.failed_rows)
-        row["failure_causes"] = self.failure_causes()
-        for metric in SUMMARY_METRICS:
-            est = self.estimates[metric]
-            row[f"{metric}_n"] = est.n
-            row[f"{metric}_mean"] = est.mean
-            row[f"{metric}_std"] = est.std
-            row[f"{metric}_ci95_low"] = est.ci_low
-            row[f"{metric}_ci95_high"] = est.ci_high
-        thin = [m for m in SUMMARY_METRICS if 0 < self.estimates[m].n < 2]
-        row["notes"] = f"{INSUFFICIENT_DATA} (n<2): {', '.join(thin)}" if thin else ""
-        row["run_ids"] = ";".join(r["run_id"] for r in self.rows)
-        return row
-
-
-SUMMARY_COLUMNS: tuple[str, ...] = (
-    *CELL_KEYS, "n_ok", "n_failed", "failure_causes",
-    *(f"{m}_{s}" for m in SUMMARY_METRICS for s in ("n", "mean", "std", "ci95_low", "ci95_high")),
-    "notes", "run_ids",
-)
-
-
 # --- Reading -------------------------------------------------------------------------------
+
+# Folders of a campaign that hold no run: the executors' submission batches (campaign/batch.py).
+NOT_RUNS = ("batches",)
+
+
+def load(campaign: str | Path | Sequence[str | Path]) -> pd.DataFrame:
+    """The run table of a campaign folder (or of several, e.g. a CPU and a GPU campaign) as a DataFrame.
+
+    One row per run folder, failed runs included (status, failure_cause); columns RUN_COLUMNS. Run folders
+    that cannot be read are left out, listed in ``frame.attrs["problems"]`` and warned about; raw-vs-cache
+    disagreements are in ``frame.attrs["notes"]``. A folder that does not exist is a UsageError.
+    """
+    from bench.errors import UsageError
+
+    paths = [Path(campaign)] if isinstance(campaign, str | Path) else [Path(c) for c in campaign]
+    missing = [str(p) for p in paths if not p.is_dir()]
+    if missing or not paths:
+        raise UsageError(f"no campaign folder {' or '.join(missing) or '(none given)'}",
+                         "give a results/<campaign> folder (make demo writes results/demo)")
+    loaded = load_campaigns(paths)
+    frame = loaded.table.copy()
+    frame.attrs = {"problems": list(loaded.problems), "notes": list(loaded.notes)}
+    if loaded.problems:
+        # A notebook shows warnings: a run left out must not pass unseen.
+        warnings.warn(f"{len(loaded.problems)} run folder(s) or file(s) could not be read (first: "
+                      f"{loaded.problems[0]}); all in frame.attrs['problems']", stacklevel=3)
+    return frame
+
 
 def load_campaign(root: Path | str) -> Campaign:
     """Read every run of a campaign folder into a Campaign.
@@ -153,36 +163,34 @@ def load_campaign(root: Path | str) -> Campaign:
     ``.partial`` dirs (runs in progress or interrupted) are ignored.
     """
     root = Path(root)
-    campaign = Campaign(root=root, rows=[], runs={})
+    problems: list[str] = []
+    notes: list[str] = []
+    runs: dict[str, dict] = {}
+    epochs: dict[str, list[dict[str, Any]]] = {}
+    rows = []
     run_dirs = list(iter_run_dirs(root))
     listed = {d.name for d in run_dirs}
     if root.is_dir():
         for d in sorted(root.iterdir()):
             if d.is_dir() and d.name not in listed and not d.name.endswith(".partial") \
-                    and not d.name.startswith("."):
-                campaign.problems.append(f"{d}: no {RUN_FILE} (an interrupted run?); left out")
+                    and not d.name.startswith(".") and d.name not in NOT_RUNS:
+                problems.append(f"{d}: no {RUN_FILE} (an interrupted run?); left out")
     for run_dir in run_dirs:
         try:
             run = read_run(run_dir)
         except (SchemaError, OSError, UnicodeDecodeError) as exc:
             # SchemaError messages already name the file; others may not.
             where = "" if str(run_dir) in str(exc) else f"{run_dir}: "
-            campaign.problems.append(f"{where}{exc}; left out")
+            problems.append(f"{where}{exc}; left out")
             continue
-        if run["run_id"] in campaign.runs:
+        if run["run_id"] in runs:
             # A copied run dir would count twice in every mean: keep the first, report the copy.
-            campaign.problems.append(f"{run_dir}: run_id {run['run_id']} was already read from another "
-                                     "dir; left out")
+            problems.append(f"{run_dir}: run_id {run['run_id']} was already read from another dir; left out")
             continue
-        row = run_row(run_dir, run, campaign)
-        campaign.rows.append(row)
-        campaign.runs[row["run_id"]] = run
-    campaign.rows.sort(key=_row_order)
-    return campaign
-
-
-def _row_order(row: dict[str, Any]) -> tuple:
-    return (row["workload"], row["framework"], row["era"], row["device"], row["runner"], row["repeat"])
+        runs[run["run_id"]] = run
+        epochs[run["run_id"]] = _read_epochs(run_dir, problems)
+        rows.append(run_row(run_dir, run, epochs[run["run_id"]], problems, notes))
+    return Campaign(root, _ordered(run_frame(rows)), runs, epochs, problems, notes)
 
 
 def load_campaigns(roots: Sequence[Path | str]) -> Campaign:
@@ -196,27 +204,60 @@ def load_campaigns(roots: Sequence[Path | str]) -> Campaign:
         raise ValueError("no campaign folder given")
     if len(paths) == 1:
         return load_campaign(paths[0])
-    merged = Campaign(root=paths[0], rows=[], runs={}, roots=paths)
+    merged = Campaign(root=paths[0], table=run_frame([]), runs={}, roots=paths)
+    parts = []
     for path in paths:
         part = load_campaign(path)
         merged.problems += part.problems
         merged.notes += part.notes
-        for row in part.rows:
-            if row["run_id"] in merged.runs:
-                merged.problems.append(f"{row['run_dir']}: run_id {row['run_id']} was already read from another "
-                                       "campaign folder; left out")
-                continue
-            merged.rows.append(row)
-            merged.runs[row["run_id"]] = part.runs[row["run_id"]]
-    merged.rows.sort(key=_row_order)
+        copied = part.table["run_id"].isin(list(merged.runs))
+        for run_dir, run_id in part.table.loc[copied, ["run_dir", "run_id"]].itertuples(index=False):
+            merged.problems.append(f"{run_dir}: run_id {run_id} was already read from another campaign folder; "
+                                   "left out")
+        kept = part.table[~copied]
+        parts.append(kept)
+        for run_id in kept["run_id"]:
+            merged.runs[run_id] = part.runs[run_id]
+            merged.epochs[run_id] = part.epochs[run_id]
+    merged.table = _ordered(pd.concat(parts, ignore_index=True).astype(RUN_DTYPES))
     return merged
 
 
-def run_row(run_dir: Path, run: dict, campaign: Campaign) -> dict[str, Any]:
-    """One run-table row from a validated run.json and the run's monitor.csv.
+def _ordered(table: pd.DataFrame) -> pd.DataFrame:
+    """The table in ROW_ORDER (stable: runs equal in every key keep their folders' order)."""
+    return table.sort_values(list(ROW_ORDER), kind="stable", ignore_index=True)
 
-    Problems reading monitor.csv and disagreements with run.json's cache go into the campaign's
-    ``problems`` and ``notes``.
+
+def _read_epochs(run_dir: Path, problems: list[str]) -> list[dict[str, Any]]:
+    """metrics.jsonl's records; an unreadable file is a problem, not an error (no per-epoch values)."""
+    try:
+        return read_metrics(run_dir)
+    except (SchemaError, ValueError, OSError) as exc:
+        problems.append(f"{run_dir}: metrics.jsonl unreadable ({exc}); no per-epoch values")
+        return []
+
+
+def epoch_columns(epochs: Sequence[dict[str, Any]]) -> dict[str, float | None]:
+    """The run table's per-epoch columns from one run's metrics.jsonl records (None without epochs)."""
+    ordered = sorted(epochs, key=lambda r: r["epoch"])
+    if not ordered:
+        return {"epoch_time_first_s": None, "epoch_time_later_mean_s": None, "final_loss": None,
+                "final_train_accuracy": None}
+    later = [float(r["epoch_time_s"]) for r in ordered[1:]]
+    last_train = ordered[-1].get("train_accuracy")
+    return {
+        "epoch_time_first_s": float(ordered[0]["epoch_time_s"]),
+        "epoch_time_later_mean_s": statistics.fmean(later) if later else None,
+        "final_loss": float(ordered[-1]["loss"]),
+        "final_train_accuracy": None if last_train is None else float(last_train) * 100,
+    }
+
+
+def run_row(run_dir: Path, run: dict, epochs: Sequence[dict[str, Any]], problems: list[str],
+            notes: list[str]) -> dict[str, Any]:
+    """One run-table row from a validated run.json, its metrics.jsonl records and its monitor.csv.
+
+    Problems reading monitor.csv and disagreements with run.json's cache go into ``problems`` and ``notes``.
     """
     cfg, timing, results = run["config"], run["timing"], run["results"]
     env = run.get("environment") or {}
@@ -227,6 +268,7 @@ def run_row(run_dir: Path, run: dict, campaign: Campaign) -> dict[str, Any]:
     accuracy = results.get("test_accuracy")
     row: dict[str, Any] = {
         "run_id": run["run_id"],
+        "campaign": Path(run_dir).parent.name,
         "framework": cfg["framework"],
         # "current" or "paper"; bench.schema reads version-1 runs (before eras) as "current".
         "era": cfg["era"],
@@ -246,6 +288,7 @@ def run_row(run_dir: Path, run: dict, campaign: Campaign) -> dict[str, Any]:
         "test_accuracy": None if accuracy is None else accuracy * 100,
         "epochs": results.get("epochs_completed"),
         "epochs_planned": (spec.get("training") or {}).get("epochs"),
+        **epoch_columns(epochs),
         # The hyper-parameters the other studies sweep (Wu et al.: batch size, learning rate).
         "batch_size": (spec.get("training") or {}).get("batch_size"),
         "learning_rate": _learning_rate(spec),
@@ -261,10 +304,10 @@ def run_row(run_dir: Path, run: dict, campaign: Campaign) -> dict[str, Any]:
     try:
         raw = monitor_window_summary(run_dir, timing)
         if raw is None and has_cache:
-            campaign.notes.append(f"{run['run_id']}: no monitor.csv samples in the training window; "
-                                  "CPU/memory taken from run.json's summary")
+            notes.append(f"{run['run_id']}: no monitor.csv samples in the training window; "
+                         "CPU/memory taken from run.json's summary")
     except (SchemaError, ValueError, OSError) as exc:
-        campaign.problems.append(f"{run_dir}: monitor.csv unreadable ({exc}); using run.json's summary")
+        problems.append(f"{run_dir}: monitor.csv unreadable ({exc}); using run.json's summary")
         raw = None
     if raw is None:
         row.update(cached, monitor_source="run.json" if has_cache else "", monitor_samples=0)
@@ -272,9 +315,8 @@ def run_row(run_dir: Path, run: dict, campaign: Campaign) -> dict[str, Any]:
     samples = raw.pop("samples")
     for column, raw_value in raw.items():
         if disagrees(raw_value, cached.get(column)):
-            campaign.notes.append(
-                f"{run['run_id']}: {column} is {raw_value:.4g} from monitor.csv but {cached[column]:.4g} "
-                "in run.json's summary; using monitor.csv")
+            notes.append(f"{run['run_id']}: {column} is {raw_value:.4g} from monitor.csv but {cached[column]:.4g} "
+                         "in run.json's summary; using monitor.csv")
     row.update(raw, monitor_source="monitor.csv", monitor_samples=samples)
     return row
 
@@ -289,18 +331,6 @@ def _learning_rate(spec: dict) -> float | None:
     optimizer = (spec.get("training") or {}).get("optimizer")
     lr = optimizer.get("lr") if isinstance(optimizer, dict) else None
     return float(lr) if isinstance(lr, int | float) and not isinstance(lr, bool) else None
-
-
-def read_epochs(campaign: Campaign) -> dict[str, list[dict[str, Any]]]:
-    """metrics.jsonl records of every run, by run_id; an unreadable file is a problem, not an error."""
-    out: dict[str, list[dict[str, Any]]] = {}
-    for row in campaign.rows:
-        try:
-            out[row["run_id"]] = read_metrics(Path(row["run_dir"]))
-        except (SchemaError, ValueError, OSError) as exc:
-            campaign.problems.append(f"{row['run_dir']}: metrics.jsonl unreadable ({exc}); no per-epoch values")
-            out[row["run_id"]] = []
-    return out
 
 
 def cached_monitor_summary(run: dict) -> dict[str, float | None]:
@@ -345,53 +375,3 @@ def disagrees(raw: float | None, cached: float | None) -> bool:
         return False
     diff = abs(raw - cached)
     return diff > DISAGREE_ABSOLUTE and diff > DISAGREE_RELATIVE * max(abs(raw), abs(cached))
-
-
-# --- Summaries -----------------------------------------------------------------------------
-
-def cell_key(row: dict[str, Any]) -> tuple[str, ...]:
-    """The summary cell a run belongs to, as a tuple in CELL_KEYS order."""
-    return tuple(str(row[k]) for k in CELL_KEYS)
-
-
-def summarize(rows: Iterable[dict[str, Any]]) -> list[CellSummary]:
-    """Group runs into cells and estimate each metric over the cell's successful runs, sorted."""
-    groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
-    for row in rows:
-        groups.setdefault(cell_key(row), []).append(row)
-    out = []
-    for key in sorted(groups):
-        members = groups[key]
-        ok = [r for r in members if r["status"] == "ok"]
-        estimates = {m: describe(r[m] for r in ok) for m in SUMMARY_METRICS}
-        out.append(CellSummary(dict(zip(CELL_KEYS, key)), members, estimates))
-    return out
-
-
-# --- Writing -------------------------------------------------------------------------------
-
-def _csv_cell(value: Any) -> Any:
-    if value is None:
-        return ""
-    if isinstance(value, float):
-        return f"{value:.10g}"
-    return value
-
-
-def write_csv(path: Path, rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> None:
-    """Write rows (dicts) as CSV with the given column order; None becomes an empty cell."""
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=list(columns), extrasaction="ignore", lineterminator="\n")
-    writer.writeheader()
-    for row in rows:
-        writer.writerow({c: _csv_cell(row.get(c)) for c in columns})
-    atomic.write_text(path, buf.getvalue())
-
-
-def write_tables(campaign: Campaign, cells: Sequence[CellSummary], out_dir: Path) -> list[Path]:
-    """tables/runs.csv and tables/summary.csv under out_dir; returns the paths written."""
-    tables = Path(out_dir) / "tables"
-    runs_csv, summary_csv = tables / "runs.csv", tables / "summary.csv"
-    write_csv(runs_csv, campaign.rows, RUN_COLUMNS)
-    write_csv(summary_csv, [c.as_csv_row() for c in cells], SUMMARY_COLUMNS)
-    return [runs_csv, summary_csv]

@@ -1,0 +1,97 @@
+"""One scheduler task: run one run of a batch, publishing it exactly as a local campaign does.
+
+`python -m campaign task --batch DIR --index N` is what each Slurm array task executes (N =
+$SLURM_ARRAY_TASK_ID). It claims the run (campaign/claims.py), prepares the batch's runner on this
+node (checking the environment is the one the host planned with), runs it into `<id>.partial/` and
+renames it into place when run.json is written (campaign/execute.py). Told to stop (SIGTERM from
+scancel, the task's time limit or preemption; SIGINT), it kills the run and publishes it as failed,
+cause 'cancelled', which a resumed campaign runs again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+from pathlib import Path
+
+from bench.errors import UsageError
+from campaign import batch as batches
+from campaign import execute, runners
+from campaign.runners import GpuSlot
+
+EXECUTOR_FILE = "executor.json"
+
+
+def slurm_task_id() -> str:
+    """'12_3' for array task 3 of job 12 (empty outside Slurm)."""
+    job, task = os.environ.get("SLURM_ARRAY_JOB_ID", ""), os.environ.get("SLURM_ARRAY_TASK_ID", "")
+    return f"{job}_{task}" if job and task else os.environ.get("SLURM_JOB_ID", "")
+
+
+def slurm_gpu() -> GpuSlot | None:
+    """The GPU Slurm allocated to this task (SLURM_JOB_GPUS holds its index on the node, which with
+    gres AutoDetect=nvml is NVML's), named by NVML; None when the task has no GPU."""
+    from bench.gpu import probe
+
+    wanted = os.environ.get("SLURM_STEP_GPUS") or os.environ.get("SLURM_JOB_GPUS") or ""
+    first = wanted.split(",")[0].strip()
+    if not first.isdigit():
+        return None
+    for d in probe().devices:
+        if int(d["index"]) == int(first):
+            return GpuSlot(int(d["index"]), d.get("uuid"), d.get("name"))
+    return GpuSlot(int(first))
+
+
+def run_task(batch_dir: Path, index: int) -> int:
+    """Run array task `index` of the batch in `batch_dir`; 0 when it ran (ok or failed) or was
+    not this task's to run (done already, or claimed by a live holder elsewhere)."""
+    batch = batches.load(batch_dir)
+    run = batch.planned(index)
+    settings = batch.settings
+    executor_id = slurm_task_id()
+    head = f"[task {index}/{len(batch.run_ids)}] {run.label} ({run.run_id})"
+    claim = execute.claim_missing(run, batch.campaign_dir, False, head, batch.executor, executor_id)
+    if isinstance(claim, str):
+        return 0
+    try:
+        gpu = slurm_gpu() if run.request["device"] == "gpu" else None
+        runner = runners.get(settings["runner"], run.request["device"], run.request["era"],
+                             (gpu,) if gpu is not None else ())
+        environment = runner.prepare(run.request["framework"])
+        planned = run.request["environment"]["env_id"]
+        if environment.env_id != planned:
+            raise UsageError(f"{run.request['framework']}'s environment on {socket.gethostname()} is "
+                             f"{environment.env_id}, not the {planned} the campaign was planned with",
+                             "build the same environment on every node (make envs or make images, one checkout)")
+        cancelled = execute.Cancellation()
+
+        def stop(signum: int, _frame) -> None:
+            cancelled.cancel(f"the {batch.executor} task {executor_id or '?'} was sent {signal.Signals(signum).name} "
+                             "(scancel, its time limit or preemption); the run was stopped")
+            kill = getattr(runner, "abort", None)
+            if kill is not None:
+                kill()
+
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1):
+            signal.signal(sig, stop)
+        sidecar = {"executor": batch.executor, "executor_id": executor_id, "batch": batch.name, "task_index": index,
+                   "node": socket.gethostname(), "runner": settings["runner"]}
+        print(f"{head}: running on {socket.gethostname()}" + (f" ({gpu.label()})" if gpu else ""), flush=True)
+        record = execute.execute_one(run, runner, batch.campaign_dir, settings.get("timeout_s"), gpu,
+                                     cancelled=cancelled, sidecar={EXECUTOR_FILE: sidecar})
+        print(f"{head}: {execute.describe(record)}", flush=True)
+    finally:
+        claim.release()
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    """`task --batch DIR --index N`."""
+    ap = argparse.ArgumentParser(prog="python -m campaign task")
+    ap.add_argument("--batch", type=Path, required=True)
+    ap.add_argument("--index", type=int, default=int(os.environ.get("SLURM_ARRAY_TASK_ID", "0") or 0))
+    a = ap.parse_args(argv)
+    return run_task(a.batch, a.index)

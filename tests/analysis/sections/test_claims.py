@@ -1,0 +1,97 @@
+"""The report's claims section (analysis.sections.claims): the claims a campaign decides in one table, grouped
+by study; one line per claim it cannot decide, naming the make target(s) whose campaigns would decide it
+(Claim.decided_by); each claim's exact test in its own section after the detail tables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from analysis.claims import NOT_IN_CAMPAIGN, NOT_RUNNABLE, Claim, ResultsTable, insufficient
+from analysis.document import render_html, render_markdown
+from analysis.sections.claims import claim_tests_section, claims_section
+from analysis.studies import CLAIMS
+from campaign.specs import load_targets
+from tests.analysis.reading import report_context
+from tests.runfactory import make_run
+
+
+def _claim(decided_by: tuple[str, ...]) -> Claim:
+    return Claim("x", "S", "A claim.", lambda t: insufficient("why"), decided_by=decided_by)
+
+
+def test_every_claim_names_make_targets_that_exist_or_is_not_runnable_yet() -> None:
+    targets = load_targets()
+    for claim in CLAIMS:
+        assert set(claim.decided_by) <= set(targets), (claim.id, claim.decided_by)
+        assert "demo" not in claim.decided_by  # the demo's synthetic data decides nothing about a paper
+    # A claim without a target is one whose experiment no campaign of the kit holds: on any table its check
+    # says so.
+    empty = ResultsTable([])
+    for claim in CLAIMS:
+        if not claim.decided_by:
+            assert claim.check(empty).evidence.startswith(NOT_IN_CAMPAIGN), claim.id
+    assert all(c.decided_by for c in CLAIMS if c.study == "DLBench")
+
+
+def test_decided_by_text() -> None:
+    assert _claim(("cpu-cnn",)).decided_by_text == "`make cpu-cnn`"
+    assert _claim(("cpu-cnn", "gpu-cnn")).decided_by_text == "`make cpu-cnn` and `make gpu-cnn`, analysed together"
+    assert _claim(()).decided_by_text == NOT_RUNNABLE
+
+
+def _demo_like(campaign: Path) -> None:
+    """keras and pytorch on cnn-mnist and lstm-imdb, 2 repeats, 2 epochs (as the demo's quick profile)."""
+    for fw, seconds, acc in (("keras", 18.0, 0.90), ("pytorch", 12.0, 0.80)):
+        for wl in ("cnn-mnist", "lstm-imdb"):
+            for repeat in (1, 2):
+                make_run(campaign, fw, wl, repeat, training_time=seconds + repeat, accuracy=acc,
+                         curve=(acc - 0.05, acc))
+
+
+def test_decided_claims_in_the_table_the_others_one_line_each(tmp_path: Path) -> None:
+    campaign = tmp_path / "results" / "demo"
+    _demo_like(campaign)
+    blocks = claims_section(report_context(campaign, tmp_path / "out"))
+    md = render_markdown(blocks)
+    rows = [line.split(" | ")[0].removeprefix("| ") for line in md.splitlines()
+            if line.startswith("| ") and not line.startswith("| claim |")]
+    bullets = [line for line in md.splitlines() if line.startswith("- **")]
+    undecided = [line.split("**")[1] for line in bullets]
+    # Every claim is in exactly one of the two places, in claim order (so grouped by study).
+    assert sorted(rows + undecided) == sorted(c.id for c in CLAIMS)
+    order = [c.id for c in CLAIMS]
+    assert rows == sorted(rows, key=order.index) and undecided == sorted(undecided, key=order.index)
+    # Two workloads with two frameworks each on CPU decide claims 1, 4, 5 and Shi-3; 2 epochs do not decide 8.
+    assert rows == ["1", "4", "5", "Shi-3"]
+    assert "insufficient data" not in md.split("### Claims this campaign cannot decide")[0].split("| claim |")[1]
+    line = {b.split("**")[1]: b for b in bullets}
+    assert line["2"] == ("- **2** DLBench: GPU shortens training time by about an order of magnitude on most "
+                         "workloads. — decided by `make cpu-cnn` and `make gpu-cnn`, analysed together (this "
+                         "campaign: no workload and framework with successful runs on both CPU and GPU).")
+    assert "decided by `make cpu-cnn` (this campaign: no successful run with >= 3 epochs)." in line["8"]
+    assert line["Wu-4"].endswith(f"— {NOT_RUNNABLE}: needs TensorFlow runs with Eigen and with MKL (the run "
+                                 "table records no BLAS backend).")
+    assert NOT_IN_CAMPAIGN not in md.split("### Claims this campaign cannot decide")[1]
+    assert "This campaign decides 4 of the 20 claim verdicts" in md
+    assert "## How each claim is tested" not in md  # its own section, after the detail tables
+    assert render_html(blocks, "t").count('<span class="tag claim">') == len(CLAIMS) - 4
+
+
+def test_a_claim_decided_in_one_era_only_is_listed_for_the_other(tmp_path: Path) -> None:
+    campaign = tmp_path / "results" / "eras"
+    _demo_like(campaign)
+    make_run(campaign, "pytorch", "cnn-mnist", 1, era="paper", accuracy=0.9, training_time=20.0)
+    md = render_markdown(claims_section(report_context(campaign, tmp_path / "out")))
+    assert "| claim | study | era | statement |" in md
+    claim1 = [line for line in md.splitlines() if line.startswith("| 1 | DLBench |")]
+    assert len(claim1) == 1 and "| current |" in claim1[0]
+    assert any(line.startswith("- **1** DLBench, paper era: ") for line in md.splitlines())
+    # Undecided in both eras: one line, no era named.
+    assert any(line.startswith("- **2** DLBench: GPU shortens") for line in md.splitlines())
+
+
+def test_claim_tests_section_lists_every_test() -> None:
+    md = render_markdown(claim_tests_section(None))  # type: ignore[arg-type]  # reads no context
+    assert md.startswith("## How each claim is tested")
+    for c in CLAIMS:
+        assert f"- {c.id} ({c.study}): {c.test}".replace("<", "\\<") in md, c.id  # Markdown escapes '<'
