@@ -185,7 +185,7 @@ slurm-down: ## stop the one-node Slurm cluster slurm-up started
 bench-overhead: host ## the monitor's overhead, own cost and cadence; docker vs local runner (10 min or more)
 	$(HOSTPY) -m data synthetic --datasets imdb
 	$(HOSTPY) -m campaign.overhead $(if $(PAIRS),--pairs "$(PAIRS)") $(if $(THREADS),--threads "$(THREADS)") \
-	  $(if $(RUNNER_PAIRS),--runner-pairs "$(RUNNER_PAIRS)")
+	  $(if $(RUNNER_PAIRS),--runner-pairs "$(RUNNER_PAIRS)") $(if $(MIN_SECONDS),--min-seconds "$(MIN_SECONDS)")
 
 bench-lstm: PROFILE = quick
 bench-lstm: REPEATS = 1
