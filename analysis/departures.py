@@ -6,6 +6,10 @@ check exists, or an outside address), and which runs it concerns. What the kit r
 read from there, never copied: the CUDA builds from images/lockfile.py (PAPER_SOURCES beside the
 paper's PAPER_SAYS), pinned versions from the paper-era locks, SVHN's split from the workload spec and
 the data manifest, the published Theano numbers from analysis/reference.
+
+Profile departures (profile_departures) are of another kind: a workload profile other than 'paper' that
+trains another model or optimizer than the paper's (campaign/workloads/<name>.toml, a profile with a
+`departure`), in every era; read from the workload specs, with the reason the profile states.
 """
 
 from __future__ import annotations
@@ -44,16 +48,18 @@ class Departure:
     stated: str  # what the paper states or the authors' logs show
     kit: str  # what the kit's paper-era setup does instead
     sources: tuple[Source, ...]
-    # The runs it concerns: empty frameworks/workloads mean every one; env 'cpu' or 'gpu', '' both.
+    # The runs it concerns: empty frameworks/workloads/profiles mean every one; env 'cpu' or 'gpu', '' both.
     frameworks: tuple[str, ...] = ()
     workloads: tuple[str, ...] = ()
     env: str = ""
+    profiles: tuple[str, ...] = ()
 
     def concerns(self, row: dict[str, Any]) -> bool:
         """Whether a run-table row is one of the runs this departure concerns."""
         return ((not self.frameworks or str(row["framework"]).lower() in self.frameworks)
                 and (not self.workloads or row["workload"] in self.workloads)
-                and (not self.env or device_env(str(row["device"])) == self.env))
+                and (not self.env or device_env(str(row["device"])) == self.env)
+                and (not self.profiles or row.get("profile") in self.profiles))
 
 
 # --- Read from where the kit records it ---------------------------------------------------
@@ -214,6 +220,59 @@ def theano_nan_departure() -> Departure:
          Source("bench/entrypoint.py", "classify_failure: NonFiniteLoss -> 'nan'"),
          Source("analysis/studies/dlbench.py", "theano_imdb_failure_and_leak (claim 7)")),
         frameworks=("theano",), workloads=("lstm-imdb",))
+
+
+# --- Profiles that train another model or optimizer than the paper's ------------------------
+
+# The size that names each layer type in one line (model_text).
+_LAYER_SIZE = {"embedding": "output_dim", "lstm": "units", "dense": "units", "dropout": "rate", "conv2d": "filters",
+               "maxpool2d": "pool"}
+
+
+def _layers_text(layers: list[dict[str, Any]]) -> str:
+    return ", ".join(f"{layer['type']} {layer[_LAYER_SIZE[layer['type']]]}" if layer["type"] in _LAYER_SIZE
+                     else str(layer["type"]) for layer in layers)
+
+
+def model_text(model: dict[str, Any]) -> str:
+    """A spec's model in one line, layer by layer ('embedding 128, lstm 1024, dropout 0.5, dense 10000');
+    an encoder-decoder's encoder first."""
+    text = _layers_text(model.get("layers") or [])
+    return f"encoder ({_layers_text(model['encoder'])}), decoder ({text})" if model.get("encoder") else text
+
+
+def optimizer_text(optimizer: dict[str, Any]) -> str:
+    """'adam (lr 0.01)': an optimizer table's name and the hyper-parameters it sets."""
+    params = ", ".join(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}"
+                       for k, v in optimizer.items() if k != "name")
+    return f"{optimizer['name']} ({params})" if params else str(optimizer["name"])
+
+
+def profile_departures() -> tuple[Departure, ...]:
+    """One departure per workload profile that trains another model or optimizer than the paper profile
+    (campaign/workloads/<name>.toml [profiles.<profile>] with its `departure`), read from the specs."""
+    from campaign.specs import departing_profiles, known_workloads, load
+
+    out = []
+    for workload in known_workloads():
+        for profile, why in departing_profiles(workload).items():
+            paper, mine = load(workload), load(workload, profile)
+            what = []
+            if mine["model"] != paper["model"]:
+                what.append(("model", model_text(paper["model"]), model_text(mine["model"])))
+            if mine["training"]["optimizer"] != paper["training"]["optimizer"]:
+                what.append(("optimizer", optimizer_text(paper["training"]["optimizer"]),
+                             optimizer_text(mine["training"]["optimizer"])))
+            out.append(Departure(
+                f"{workload}: {profile} profile's {' and '.join(w for w, _, _ in what)}",
+                "The paper's setup (the paper profile): " + "; ".join(f"{w} {a}" for w, a, _ in what) + ".",
+                f"The {profile} profile trains " + "; ".join(f"{w} {b}" for w, _, b in what) + f" instead. {why}. "
+                "Its accuracies and times are not those of the paper's setup.",
+                (Source(f"campaign/workloads/{workload}.toml", f"[profiles.{profile}] departure, beside [model] and "
+                                                                "[training]"),
+                 Source(PAPER, "Fig. 3", outside=True)),
+                workloads=(workload,), profiles=(profile,)))
+    return tuple(out)
 
 
 @cache

@@ -24,7 +24,15 @@ PROFILE_KEYS = {
     "batch_size": ("training", "batch_size"),
     "train_subset": ("data", "train_subset"),
     "test_subset": ("data", "test_subset"),
+    "optimizer": ("training", "optimizer"),  # the whole table (name and hyper-parameters), not merged
 }
+# A profile's `model` table replaces those keys of [model], each value whole (a `layers` list is the
+# profile's complete layer list), so every framework still builds one model from one spec. A profile
+# that changes the model or the optimizer departs from the paper's setup and says why in `departure`
+# (read by the report's departures section, analysis/departures.py; not part of the resolved spec).
+MODEL_TABLE = "model"
+DEPARTURE_KEY = "departure"
+DEPARTING_KEYS = ("optimizer", MODEL_TABLE)
 
 
 def known_workloads() -> list[str]:
@@ -64,15 +72,50 @@ def load(name: str, profile: str = "paper") -> dict[str, Any]:
     spec = copy.deepcopy({k: v for k, v in raw.items() if k != "profiles"})
     spec["profile"] = profile
     spec.setdefault("data", {"train_subset": None, "test_subset": None})
-    for key, value in profiles.get(profile, {}).items():
+    table = copy.deepcopy(profiles.get(profile, {}))
+    if any(key in table for key in DEPARTING_KEYS) and not table.get(DEPARTURE_KEY):
+        raise UsageError(
+            f"profile '{profile}' of workload '{name}' changes the model or the optimizer without a '{DEPARTURE_KEY}'",
+            f"say why in {DEPARTURE_KEY} = \"...\" under [profiles.{profile}] in campaign/workloads/{name}.toml",
+        )
+    for key, value in table.items():
+        if key == DEPARTURE_KEY:
+            continue
+        if key == MODEL_TABLE:
+            _override_model(spec, value, name, profile)
+            continue
         if key not in PROFILE_KEYS:
             raise UsageError(
                 f"profile '{profile}' of workload '{name}' sets unknown key '{key}'",
-                f"use only {', '.join(sorted(PROFILE_KEYS))} in campaign/workloads/{name}.toml",
+                f"use only {', '.join(sorted([*PROFILE_KEYS, MODEL_TABLE, DEPARTURE_KEY]))} "
+                f"in campaign/workloads/{name}.toml",
             )
         section, field = PROFILE_KEYS[key]
         spec.setdefault(section, {})[field] = value
     return spec
+
+
+def _override_model(spec: dict, table: Any, name: str, profile: str) -> None:
+    """Replace the [model] keys a profile's model table names (only keys [model] has: a typo is an error)."""
+    where = f"[profiles.{profile}.model] of campaign/workloads/{name}.toml"
+    if not isinstance(table, dict):
+        raise UsageError(f"profile '{profile}' of workload '{name}' sets 'model' to a value, not a table",
+                         f"write the model keys it replaces under {where}")
+    unknown = sorted(set(table) - set(spec["model"]))
+    if unknown:
+        raise UsageError(f"profile '{profile}' of workload '{name}' replaces unknown model key '{unknown[0]}'",
+                         f"use keys of [model] ({', '.join(sorted(spec['model']))}) in {where}")
+    spec["model"].update(table)
+
+
+def departing_profiles(name: str) -> dict[str, str]:
+    """{profile: why} for each profile of a workload that changes its model or optimizer (its `departure`)."""
+    found = {}
+    for profile, table in sorted(_raw(name).get("profiles", {}).items()):
+        if any(key in table for key in DEPARTING_KEYS):
+            load(name, profile)  # a UsageError where the departure is not said
+            found[profile] = str(table[DEPARTURE_KEY])
+    return found
 
 
 def load_targets() -> dict[str, dict]:

@@ -1,11 +1,12 @@
-"""Departures from the paper's setup (analysis.departures), and where this campaign's paper-era runs ran."""
+"""Departures from the paper's setup (analysis.departures), where this campaign's paper-era runs ran, and the
+profiles of its runs that change the paper's model or optimizer."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from analysis.context import ReportContext
-from analysis.departures import departures
+from analysis.departures import departures, profile_departures
 from analysis.document import Block, Heading, Inline, Para, Table
 from analysis.eras import on_study_python, outside_image_rows, outside_image_text, study_python
 from analysis.runs import PAPER_ERA
@@ -39,7 +40,7 @@ def departures_section(ctx: ReportContext) -> list[Block]:
     if not mine:
         return [heading, Para("No paper-era runs in this campaign: the departures of the kit's paper-era setup from "
                               "the paper (analysis/departures.py) are listed with paper-era runs (e.g. "
-                              "`make cpu-cnn ERA=paper`).")]
+                              "`make cpu-cnn ERA=paper`)."), *departing_profiles(ctx)]
     rows: list[list[Inline]] = []
     for d in departures():
         concerned = [r for r in mine if d.concerns(r)]
@@ -53,6 +54,27 @@ def departures_section(ctx: ReportContext) -> list[Block]:
         Table(["departure", "the paper / the authors' logs", "the kit's paper-era setup", "recorded in",
                "paper-era runs here"], rows),
         *where_paper_runs_ran(ctx, mine),
+        *departing_profiles(ctx),
+    ]
+
+
+def departing_profiles(ctx: ReportContext) -> list[Block]:
+    """The profiles of this campaign's runs (any era) that train another model or optimizer than the paper's;
+    nothing when none does."""
+    rows: list[list[Inline]] = []
+    for d in profile_departures():
+        concerned = [r for r in ctx.campaign.rows if d.concerns(r)]
+        if concerned:
+            rows.append([d.topic, d.stated, d.kit, "; ".join(s.text() for s in d.sources),
+                         [f"{len(concerned)}:", *ctx.run_links(concerned)]])
+    if not rows:
+        return []
+    return [
+        Heading(3, "Profiles that change the paper's model or optimizer"),
+        Para("Every profile but 'paper' trains fewer epochs on subsets; these also train another model or optimizer "
+             "than the paper's, so that their runs learn within minutes. Each workload spec says why; their "
+             "accuracies and times are not those of the paper's setup."),
+        Table(["departure", "the paper's setup", "this profile", "recorded in", "runs here"], rows),
     ]
 
 

@@ -40,6 +40,20 @@ def token_mask(y: np.ndarray, y_len: Optional[np.ndarray]) -> np.ndarray:
     return np.arange(y.shape[1])[None, :] < np.asarray(y_len)[:, None]
 
 
+def majority_rate(y: np.ndarray, y_len: Optional[np.ndarray] = None) -> float:
+    """Accuracy of always guessing the most frequent label: its share of the labels that count.
+
+    The floor a model's test accuracy must clear to have learnt anything: for a classifier the
+    largest class's share, for a language model the most frequent next token's share of every step,
+    for seq2seq that of the counted target tokens (token_mask: each row's first y_len steps).
+    """
+    y = np.asarray(y)
+    labels = y[token_mask(y, y_len)] if y.ndim == 2 else y.ravel()
+    if not labels.size:
+        raise SpecError("no labels count: the split is empty or every y_len is 0")
+    return float(np.bincount(labels.astype(np.int64)).max()) / labels.size
+
+
 def optimizer_settings(spec: dict) -> Dict[str, Any]:
     """The optimizer table of the spec with every hyper-parameter filled in."""
     opt = dict(spec["training"]["optimizer"])

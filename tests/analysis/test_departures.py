@@ -1,4 +1,5 @@
-"""Departures of the kit's paper-era setup from the paper (analysis.departures) and the report's section.
+"""Departures from the paper (analysis.departures) and the report's section: the paper-era setup's, and the
+profiles that change the paper's model or optimizer.
 
 The facts are read from where the kit records them (images/lockfile.py, the paper-era locks, the SVHN
 workload spec and data manifest, the published numbers); these tests check that every departure names
@@ -97,3 +98,35 @@ def test_section_is_one_line_without_paper_era_runs(tmp_path: Path) -> None:
     assert [type(b) for b in blocks] == [Heading, Para]
     assert blocks[1].text.startswith("No paper-era runs in this campaign")
     assert "`make cpu-cnn ERA=paper`" in blocks[1].text
+
+
+def test_profile_departures_read_the_workload_specs() -> None:
+    found = {d.topic: d for d in dep.profile_departures()}
+    assert set(found) == {"lstm-ptb: quick profile's model and optimizer",
+                          "seq2seq-manythings: quick profile's optimizer"}
+    ptb = found["lstm-ptb: quick profile's model and optimizer"]
+    assert "model embedding 128, lstm 1024, dropout 0.5, lstm 1024, dropout 0.5, dense 10000" in ptb.stated
+    assert "optimizer adadelta (lr 1, rho 0.95, epsilon 1e-07)" in ptb.stated
+    assert ptb.kit.startswith("The quick profile trains model embedding 128, lstm 256, dropout 0.5, dense 10000; "
+                              "optimizer adam (lr 0.01) instead. Quick runs have minutes on 2 cores.")
+    assert "One 256-unit LSTM" in ptb.kit  # the reason, read from the spec
+    s2s = found["seq2seq-manythings: quick profile's optimizer"]
+    assert "model" not in s2s.stated and "adam (lr 0.01)" in s2s.kit  # the model is the paper's
+    for d in found.values():
+        assert d.sources[0].where.startswith("campaign/workloads/") and (REPO / d.sources[0].where).is_file()
+    assert ptb.concerns({"framework": "keras", "workload": "lstm-ptb", "device": "cpu", "profile": "quick"})
+    assert not ptb.concerns({"framework": "keras", "workload": "lstm-ptb", "device": "cpu", "profile": "paper"})
+    assert not ptb.concerns({"framework": "keras", "workload": "lstm-imdb", "device": "cpu", "profile": "quick"})
+
+
+def test_section_lists_the_departing_profiles_of_the_campaigns_runs(tmp_path: Path) -> None:
+    campaign = tmp_path / "quick"
+    make_run(campaign, "pytorch", "lstm-ptb", 1, profile="quick", data_source="synthetic")
+    make_run(campaign, "keras", "lstm-imdb", 1, profile="quick", data_source="synthetic")  # the paper's model
+    blocks = departures_section(report_context(campaign, tmp_path / "out"))
+    assert [type(b) for b in blocks] == [Heading, Para, Heading, Para, Table]
+    assert blocks[1].text.startswith("No paper-era runs in this campaign")
+    (table,) = [b for b in blocks if isinstance(b, Table)]
+    assert [r[0] for r in table.rows] == ["lstm-ptb: quick profile's model and optimizer"]  # no Many things run here
+    assert table.rows[0][4][0] == "1:" and table.rows[0][4][1].text == "pytorch-lstm-ptb-cpu-r1"
+    assert "### Profiles that change the paper's model or optimizer" in render_markdown(blocks)

@@ -38,3 +38,39 @@ def test_every_target_names_known_workloads_and_a_device():
     for name, target in targets.items():
         assert target["device"] in ("cpu", "gpu"), name
         assert set(target["workloads"]) <= set(spec.known_workloads()), name
+
+
+def test_quick_ptb_and_manythings_replace_the_model_and_optimizer_and_say_why():
+    paper, quick = spec.load("lstm-ptb"), spec.load("lstm-ptb", "quick")
+    assert [layer["type"] for layer in paper["model"]["layers"]] == [
+        "embedding", "lstm", "dropout", "lstm", "dropout", "dense"]
+    assert [(layer["type"], layer.get("units")) for layer in quick["model"]["layers"]] == [
+        ("embedding", None), ("lstm", 256), ("dropout", None), ("dense", 10000)]
+    # Only the keys the profile names are replaced; the rest of [model] is the paper's.
+    assert {k: v for k, v in quick["model"].items() if k != "layers"} == \
+        {k: v for k, v in paper["model"].items() if k != "layers"}
+    assert quick["training"]["optimizer"] == {"name": "adam", "lr": 0.01}
+    assert paper["training"]["optimizer"]["name"] == "adadelta"
+    assert "departure" not in quick  # the reason is for the report, not part of the run's spec (its id)
+    s2s_paper, s2s_quick = spec.load("seq2seq-manythings"), spec.load("seq2seq-manythings", "quick")
+    assert s2s_quick["model"] == s2s_paper["model"] and s2s_quick["training"]["optimizer"]["name"] == "adam"
+    assert set(spec.departing_profiles("lstm-ptb")) == {"quick"}
+    assert "One 256-unit LSTM" in spec.departing_profiles("lstm-ptb")["quick"]
+    assert spec.departing_profiles("lstm-imdb") == {}
+
+
+@pytest.mark.parametrize("profile, text", [
+    ('optimizer = { name = "adam" }', "profile 'quick' of workload 'toy' changes the model or the optimizer "
+                                      "without a 'departure'; say why in departure"),
+    ('departure = "x"\nmodel = 3', "profile 'quick' of workload 'toy' sets 'model' to a value, not a table"),
+    ('departure = "x"\n[profiles.quick.model]\nunits = 3',
+     "profile 'quick' of workload 'toy' replaces unknown model key 'units'; use keys of [model] (layers, maxlen)"),
+    ("seed = 3", "profile 'quick' of workload 'toy' sets unknown key 'seed'; use only batch_size, departure"),
+])
+def test_profile_model_and_optimizer_errors(tmp_path, monkeypatch, profile, text):
+    (tmp_path / "toy.toml").write_text(
+        'name = "toy"\n[model]\nmaxlen = 5\nlayers = []\n[training]\nepochs = 1\n[profiles.quick]\n' + profile + "\n")
+    monkeypatch.setattr(spec, "WORKLOAD_DIR", tmp_path)
+    with pytest.raises(UsageError) as err:
+        spec.load("toy", "quick")
+    assert str(err.value).startswith(text) and "\n" not in str(err.value)

@@ -10,9 +10,9 @@ from bench.modelplan import SpecError
 from campaign import specs
 
 
-@pytest.mark.parametrize("name", specs.known_workloads())
-def test_every_shipped_spec_names_a_known_optimizer(name):
-    settings = common.optimizer_settings(specs.load(name))
+@pytest.mark.parametrize("name, profile", [(w, p) for w in specs.known_workloads() for p in specs.known_profiles(w)])
+def test_every_shipped_spec_names_a_known_optimizer(name, profile):
+    settings = common.optimizer_settings(specs.load(name, profile))
     assert settings["name"] in common.OPTIMIZER_DEFAULTS
     assert set(settings) == set(common.OPTIMIZER_DEFAULTS[settings["name"]]) | {"name"}
 
@@ -37,3 +37,14 @@ def test_token_mask_counts_leading_steps():
     assert common.token_mask(y, np.array([1, 3])).tolist() == [[True, False, False, False],
                                                                 [True, True, True, False]]
     assert common.token_mask(y, None).all()
+
+
+def test_majority_rate_is_the_top_label_share_of_the_counted_labels():
+    assert common.majority_rate(np.array([1, 0, 1, 1])) == 0.75  # classes: the largest class
+    y = np.array([[5, 5, 7, 0], [7, 7, 7, 0]])  # sequences: every step counts without y_len
+    assert common.majority_rate(y) == 4 / 8
+    # With y_len only each row's leading steps count: the padding's 0s no longer do, 7 leads 3 of 5.
+    assert common.majority_rate(y, np.array([2, 3])) == 3 / 5
+    assert common.majority_rate(y, np.array([3, 3])) == 4 / 6
+    with pytest.raises(SpecError, match="no labels count"):
+        common.majority_rate(y, np.array([0, 0]))
