@@ -39,6 +39,9 @@ RUN_DTYPES: dict[str, str] = {
     "data_source": _STR, "device": _STR, "profile": _STR, "repeat": _INT, "seed": _INT,
     "status": _STR, "failure_cause": _STR, "failure_message": _STR,
     "training_time_s": _FLOAT, "eval_time_s": _FLOAT, "test_accuracy": _FLOAT,
+    # The accuracy of always guessing the test rows' most frequent label (run.json dataset.test_majority_rate,
+    # percent): a run at or near it learnt nothing. Empty for runs before the kit recorded it.
+    "majority_accuracy": _FLOAT,
     "epochs": _INT, "epochs_planned": _INT,
     # From metrics.jsonl: epoch 1 carries one-off costs (graph building, compilation, warm-up), so it
     # stands apart from the mean of the later epochs (campaign.epochtimes reads them the same way);
@@ -286,6 +289,7 @@ def run_row(run_dir: Path, run: dict, epochs: Sequence[dict[str, Any]], problems
         "eval_time_s": timing.get("eval_time_s"),
         # run.json holds a fraction; the study and the table speak percent.
         "test_accuracy": None if accuracy is None else accuracy * 100,
+        "majority_accuracy": None if dataset.get("test_majority_rate") is None else dataset["test_majority_rate"] * 100,
         "epochs": results.get("epochs_completed"),
         "epochs_planned": (spec.get("training") or {}).get("epochs"),
         **epoch_columns(epochs),

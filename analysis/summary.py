@@ -41,6 +41,11 @@ SUMMARY_COLUMNS: tuple[str, ...] = (
     "notes", "run_ids",
 )
 
+# How far above its majority accuracy (always guessing the test rows' most frequent label) a run must end to
+# count as having learnt, in percentage points: a run that learnt nothing ends at the majority accuracy
+# itself, give or take a test row or two.
+LEARNT_MARGIN_PP = 5.0
+
 # The tables' folder under the report's, and their floats in CSV: 10 significant digits. CSV always;
 # Parquet beside it where pyarrow is installed (it keeps the dtypes).
 TABLE_DIR = "tables"
@@ -81,6 +86,13 @@ def summary_table(table: pd.DataFrame | Iterable[dict[str, Any]]) -> pd.DataFram
     return out.reset_index(names=list(CELL_KEYS))[list(SUMMARY_COLUMNS)]
 
 
+def not_learnt(frame: pd.DataFrame, margin_pp: float = LEARNT_MARGIN_PP) -> pd.DataFrame:
+    """The successful runs whose test accuracy is not `margin_pp` above their majority accuracy: runs that
+    learnt nothing. Runs without a recorded majority accuracy (before the kit recorded it) are left out."""
+    known = (frame["status"] == "ok") & frame["majority_accuracy"].notna()
+    return frame[known & ~(frame["test_accuracy"] > frame["majority_accuracy"] + margin_pp)]
+
+
 def _cause_counts(causes: pd.Series) -> str:
     """'cause:count' pairs sorted by cause, e.g. 'nan:2; oom:1'."""
     counts = causes.astype(str).value_counts().sort_index()
@@ -115,6 +127,13 @@ class CellSummary:
     def failed_rows(self) -> list[dict[str, Any]]:
         """Rows of the cell's failed runs."""
         return [r for r in self.rows if r["status"] != "ok"]
+
+    @property
+    def majority_accuracy(self) -> float | None:
+        """The accuracy (%) of always guessing the most frequent label of the cell's test rows (None where no
+        successful run recorded it)."""
+        known = [float(r["majority_accuracy"]) for r in self.ok_rows if pd.notna(r.get("majority_accuracy"))]
+        return max(known) if known else None
 
     def failure_causes(self) -> str:
         """'cause:count' pairs, e.g. 'nan:2; oom:1' (empty if none failed)."""

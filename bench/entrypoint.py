@@ -24,7 +24,7 @@ from typing import Dict, Optional
 from bench import frameworks, prepared, request, schema, threads
 from bench.errors import UsageError
 from bench.frameworks import NonFiniteLoss
-from bench.frameworks.common import cpu_name
+from bench.frameworks.common import cpu_name, majority_rate
 from bench.gpu import assigned_gpu
 from bench.gpu import probe as gpu_probe
 
@@ -134,7 +134,8 @@ def train(req: dict, data_dir: Path, out: Path, record: dict) -> None:
         raise RuntimeError(f"the prepared data in {data_dir} has arrays_sha256 {data.meta['arrays_sha256']}, the "
                            f"request was planned for {req['data']['arrays_sha256']}: plan the run again")
     data = prepared.bind_roles(data, wl.get("arrays"))
-    record["dataset"].update(train_examples=int(len(data.y_train)), test_examples=int(len(data.y_test)))
+    record["dataset"].update(train_examples=int(len(data.y_train)), test_examples=int(len(data.y_test)),
+                             test_majority_rate=majority_rate(data.test["y"], data.test.get("y_len")))
     fw = frameworks.load(req["framework"], req["era"])
     env = record["environment"]
     env["packages"] = installed_packages()

@@ -104,6 +104,11 @@ RUN_MONITOR_CONTENTION_FIELDS = {
 }
 # device_used.gpu (optional: CPU runs and runs before it lack it): the host GPU the campaign gave the run.
 RUN_GPU_FIELDS = {"index": (int,), "uuid": OPT_STR, "name": OPT_STR}
+# dataset's split sizes and floor, filled in by the entrypoint once the data is loaded (optional: failed
+# runs and runs before them lack them). test_majority_rate: the accuracy of always guessing the most
+# frequent label of the test rows (bench.frameworks.common.majority_rate), what a run must clear to
+# have learnt anything.
+RUN_DATASET_FIELDS = {"train_examples": (int,), "test_examples": (int,), "test_majority_rate": NUM}
 RUN_RESULTS_FIELDS = {
     "test_accuracy": OPT_NUM,
     "final_loss": OPT_NUM,
@@ -186,6 +191,8 @@ def validate_run(obj: dict, where: str = RUN_FILE) -> dict:
     _check_fields(obj["results"], RUN_RESULTS_FIELDS, f"{where}: results")
     _check_fields(obj["monitor"], {k: t for k, t in RUN_MONITOR_CONTENTION_FIELDS.items() if k in obj["monitor"]},
                   f"{where}: monitor")
+    _check_fields(obj["dataset"], {k: t for k, t in RUN_DATASET_FIELDS.items() if k in obj["dataset"]},
+                  f"{where}: dataset")
     _check_raw_files(obj["dataset"].get("raw_files"), f"{where}: dataset.raw_files")
     if "gpu" in obj["device_used"]:
         _check_fields(obj["device_used"]["gpu"], RUN_GPU_FIELDS, f"{where}: device_used.gpu")

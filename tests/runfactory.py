@@ -69,7 +69,7 @@ def make_run(campaign: Path, framework: str, workload: str, repeat: int, *,
              run_id: str | None = None, gpu: Sequence[float] | None = None,
              epoch_times: Sequence[float] | None = None, era: str = "current", python: str = "3.11.7",
              framework_version: str | None = None, other: Sequence[float] | None = None,
-             gpu_others: Sequence[int] | None = None) -> Path:
+             gpu_others: Sequence[int] | None = None, majority: float | None = None) -> Path:
     """Write one complete run dir (run.json, metrics.jsonl, monitor.csv, log.txt) and return it.
 
     ``cached`` overrides run.json's monitor summary (default: the true window means), so a test
@@ -77,7 +77,8 @@ def make_run(campaign: Path, framework: str, workload: str, repeat: int, *,
     entrypoint sets it after every finished epoch. ``gpu`` gives GPU utilization samples (one per
     CPU sample; the host then lists a GPU and the environment a CUDA build); ``epoch_times`` the
     per-epoch times of metrics.jsonl (default: training_time split evenly over the epochs);
-    ``other`` and ``gpu_others`` the contention samples (write_monitor).
+    ``other`` and ``gpu_others`` the contention samples (write_monitor); ``majority`` the test rows'
+    majority rate (dataset.test_majority_rate, a fraction; unrecorded by default, as in older runs).
     ``era`` is the run's config.era (a paper-era run's default id carries "-paper"), ``python`` the
     Python it ran on (host.python and environment.python), ``framework_version`` what
     environment.framework_version records (default "<framework>-1.0"); runner "system" records
@@ -128,6 +129,8 @@ def make_run(campaign: Path, framework: str, workload: str, repeat: int, *,
         framework_build={framework: "1.0", **({"cuda": "12.4", "cudnn": "9.1"} if gpu else {})})
     record["device_used"].update(device_name="cpu", threads=2, kernels={"conv": "onednn"})
     record["model"]["trainable_params"] = 1_199_882
+    if majority is not None:
+        record["dataset"]["test_majority_rate"] = majority
     record["timing"].update(training_time_s=training_time if ok else None, eval_time_s=3.0, setup_time_s=1.0,
                             train_start_unix=start, train_end_unix=end)
     record["results"].update(test_accuracy=accuracy if ok else None, final_loss=0.1,

@@ -9,7 +9,7 @@ from analysis.figures import SCOREBOARD_FILE
 from analysis.scoreboard import Score, published_text, score_rows
 from analysis.sections.columns import cell_columns
 from analysis.stats import format_number
-from analysis.summary import CellSummary
+from analysis.summary import LEARNT_MARGIN_PP, CellSummary
 from analysis.transfer import ACCURACY_TOLERANCE_PP, OUTSIDE, WITHIN
 
 HEADING = "Scoreboard: measured vs published"
@@ -21,6 +21,15 @@ def _measured(cell: CellSummary, score: Score, digits: int) -> str:
     if est.mean is None:
         return "—" if cell.ok_rows else "no ok run"
     return f"{format_number(est.mean, digits)} (n={est.n})"
+
+
+def _accuracy(cell: CellSummary, score: Score) -> Inline:
+    """The measured accuracy, marked where the mean is no better than always guessing the most frequent label."""
+    text = _measured(cell, score, 4)
+    floor, mean = cell.majority_accuracy, score.measured.mean
+    if floor is None or mean is None or mean > floor + LEARNT_MARGIN_PP:
+        return text
+    return Tag(f"{text}, not above guessing ({format_number(floor, 4)})", OUTSIDE)
 
 
 def _difference(score: Score) -> Inline:
@@ -47,7 +56,7 @@ def scoreboard_section(ctx: ReportContext) -> list[Block]:
     for row in score_rows(ctx.cells):
         acc, time = row.accuracy, row.time
         rows.append([*(row.key[k] for k in keys),
-                     _measured(row.cell, acc, 4), published_text(acc.published), _difference(acc),
+                     _accuracy(row.cell, acc), published_text(acc.published), _difference(acc),
                      _measured(row.cell, time, 3), published_text(time.published), _ratio(time)])
     # Figure, then table, then the notes: the figure and the table must both fit on the first screen.
     blocks: list[Block] = [Heading(2, HEADING)]
@@ -62,5 +71,7 @@ def scoreboard_section(ctx: ReportContext) -> list[Block]:
         Table(headers, rows, css_class="scoreboard"),
         Para("Mean over the successful repeats (n) against the published number: the paper's, else the authors' "
              f"log (run 1). ≈ approximate, > a lower bound, — none published; green: within ±{ACCURACY_TOLERANCE_PP:g}"
-             " pp. Intervals and sources: 'Comparison with the published numbers'."),
+             " pp. 'Not above guessing (x)': the mean accuracy is within "
+             f"{LEARNT_MARGIN_PP:g} pp of x, the accuracy of always guessing the test rows' most frequent label: "
+             "those runs learnt nothing. Intervals and sources: 'Comparison with the published numbers'."),
     ]

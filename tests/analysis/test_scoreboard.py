@@ -134,3 +134,15 @@ def test_two_eras_get_a_row_each(tmp_path: Path) -> None:
     assert "| workload | framework | era | device | accuracy % (n) |" in md
     assert "| cnn-mnist | mxnet | current | cpu | 97.00 (n=1) | ≈98 (paper) | **-1.00 pp** |" in md
     assert "| cnn-mnist | mxnet | paper | cpu | 95.00 (n=1) | ≈98 (paper) | **-3.00 pp** |" in md
+
+
+def test_a_cell_no_better_than_guessing_is_marked(tmp_path: Path) -> None:
+    campaign = tmp_path / "results" / "floor"
+    make_run(campaign, "pytorch", "lstm-ptb", 1, accuracy=0.0494, majority=0.0494)  # learnt nothing
+    make_run(campaign, "keras", "lstm-ptb", 1, accuracy=0.1380, majority=0.0494)
+    make_run(campaign, "theano", "lstm-ptb", 1, accuracy=0.0494)  # no majority recorded: no mark
+    ctx = report_context(campaign, tmp_path / "out")
+    md = render_markdown(scoreboard_section(ctx))
+    assert "| lstm-ptb | pytorch | cpu | **4.940 (n=1), not above guessing (4.940)** |" in md
+    assert "| lstm-ptb | keras | cpu | 13.80 (n=1) |" in md
+    assert "| lstm-ptb | theano | cpu | 4.940 (n=1) |" in md

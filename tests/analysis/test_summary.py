@@ -99,3 +99,20 @@ def test_tables_are_csv_and_parquet_where_pyarrow_is_installed(tmp_path: Path) -
     assert (runs["repeat"], runs["failure_cause"], runs["test_accuracy"]) == ("1", "", "98")
     if parquet:
         assert pd.read_parquet(tmp_path / "out" / "tables" / "runs.parquet")["run_id"].tolist() == [runs["run_id"]]
+
+
+def test_not_learnt_lists_ok_runs_within_the_margin_of_their_majority_accuracy(tmp_path: Path) -> None:
+    from analysis import load
+    from analysis.summary import LEARNT_MARGIN_PP, not_learnt
+
+    campaign = tmp_path / "results" / "floor"
+    make_run(campaign, "pytorch", "lstm-ptb", 1, accuracy=0.0494, majority=0.0494)
+    make_run(campaign, "pytorch", "lstm-ptb", 2, accuracy=0.0494 + (LEARNT_MARGIN_PP - 0.1) / 100, majority=0.0494)
+    make_run(campaign, "keras", "lstm-ptb", 1, accuracy=0.0494 + (LEARNT_MARGIN_PP + 0.1) / 100, majority=0.0494)
+    make_run(campaign, "theano", "lstm-ptb", 1, accuracy=0.0494)  # no majority recorded
+    make_run(campaign, "mxnet", "lstm-ptb", 1, status="failed", accuracy=None, majority=0.0494)
+    runs = load(campaign)
+    assert runs.set_index("run_id").majority_accuracy.dropna().round(2).to_dict() == {
+        "pytorch-lstm-ptb-cpu-r1": 4.94, "pytorch-lstm-ptb-cpu-r2": 4.94, "keras-lstm-ptb-cpu-r1": 4.94,
+        "mxnet-lstm-ptb-cpu-r1": 4.94}
+    assert sorted(not_learnt(runs).run_id) == ["pytorch-lstm-ptb-cpu-r1", "pytorch-lstm-ptb-cpu-r2"]

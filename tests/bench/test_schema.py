@@ -23,6 +23,7 @@ def test_run_roundtrip(tmp_path):
         (lambda r: r["config"].update(repeat=True), "has type bool"),
         (lambda r: r.update(status="failed"), "failure.cause"),
         (lambda r: r.update(schema_version=99), "schema_version 99"),
+        (lambda r: r["dataset"].update(test_majority_rate="0.05"), "dataset: field 'test_majority_rate'"),
     ],
 )
 def test_invalid_run_is_refused_on_write(tmp_path, mutate, message):
