@@ -28,7 +28,7 @@ import threading
 import time
 from pathlib import Path
 
-from bench import atomic, request, schema
+from bench import atomic, failures, request, schema
 from bench.errors import UsageError
 from campaign import claims
 from campaign.plan import PlannedRun
@@ -54,23 +54,8 @@ class Cancellation:
 
 
 def failure_of(outcome: Outcome, log_tail: str) -> dict:
-    """run.json's failure for a run whose process ended without writing one."""
-    if outcome.timed_out:
-        cause, msg = "timeout", "the run exceeded its time limit and was stopped"
-    elif outcome.returncode == -9:
-        cause, msg = "killed", "killed by SIGKILL: often the kernel's out-of-memory killer (see dmesg)"
-    elif outcome.returncode < 0:
-        cause, msg = "killed", f"killed by signal {-outcome.returncode}"
-    else:
-        cause, msg = "crash", f"exit code {outcome.returncode} without a run.json; log ends: {log_tail}"
-    return {"cause": cause, "message": msg[:2000]}
-
-
-def _log_tail(run_dir: Path, chars: int = 400) -> str:
-    try:
-        return (run_dir / schema.LOG_FILE).read_text(errors="replace")[-chars:].replace("\n", " | ")
-    except OSError:
-        return ""
+    """run.json's failure for a run whose process ended without writing one (bench.failures)."""
+    return failures.failure(outcome.timed_out, outcome.returncode, log_tail, failures.OOM_HINT_HOST)
 
 
 def execute_one(run: PlannedRun, runner: Runner, campaign_dir: Path, timeout_s: float | None,
@@ -105,7 +90,7 @@ def execute_one(run: PlannedRun, runner: Runner, campaign_dir: Path, timeout_s: 
         if gpu is not None:
             record["device_used"]["gpu"] = {"index": gpu.index, "uuid": gpu.uuid, "name": gpu.name}
         failure = (cancelled.failure if cancelled is not None and cancelled.event.is_set()
-                   else failure_of(outcome, _log_tail(partial)))
+                   else failure_of(outcome, failures.log_tail(partial)))
         schema.write_run(partial, schema.finish(record, failure))
     for name, content in (sidecar or {}).items():
         atomic.write_text(partial / name, json.dumps(content, indent=2, sort_keys=True) + "\n")
@@ -228,22 +213,36 @@ class _Campaign:
             thread.join(timeout=max(0.0, deadline - time.monotonic()))
 
 
+def _claim_or_skip(run: PlannedRun, campaign_dir: Path, retry_failed: bool, head: str,
+                   holder: tuple[str, str] | None) -> claims.Claim | str:
+    """Whether the run is to be run now: 'done' (done earlier: skipped) or 'elsewhere' (a live holder
+    claims it: said so), else its claim taken for `holder` (executor, executor id), or 'missing' when
+    no holder is given (the caller only looks: a scheduler's task takes the claim when it runs)."""
+    if is_done(run, campaign_dir, retry_failed, head):
+        return "done"
+    if holder is None:
+        claim, info = None, claims.read(campaign_dir, run.run_id)
+        live = info is not None and not claims.is_stale(info)
+    else:
+        claim = claims.take(campaign_dir, run.run_id, *holder)
+        info = claims.read(campaign_dir, run.run_id) if claim is None else None
+        live = claim is None  # take() refused: a live holder has it
+    if live:
+        say(f"{head}: running elsewhere ({claims.describe(info or {})}), left to it")
+        return "elsewhere"
+    # Published by its last holder between the check above and the claim: done, not to be redone.
+    if claim is not None and (campaign_dir / run.run_id / schema.RUN_FILE).exists() \
+            and is_done(run, campaign_dir, retry_failed, head):
+        claim.release()
+        return "done"
+    return claim if claim is not None else "missing"
+
+
 def claim_missing(run: PlannedRun, campaign_dir: Path, retry_failed: bool, head: str,
                   executor: str = "local", executor_id: str = "") -> claims.Claim | str:
     """The run's claim when it is to be run here now; else why not: 'done' (skipped) or 'elsewhere'
     (a live holder has it)."""
-    if is_done(run, campaign_dir, retry_failed, head):
-        return "done"
-    claim = claims.take(campaign_dir, run.run_id, executor, executor_id)
-    if claim is None:
-        info = claims.read(campaign_dir, run.run_id) or {}
-        say(f"{head}: running elsewhere ({claims.describe(info)}), left to it")
-        return "elsewhere"
-    # Published by its last holder between the check above and the claim: done, not to be redone.
-    if (campaign_dir / run.run_id / schema.RUN_FILE).exists() and is_done(run, campaign_dir, retry_failed, head):
-        claim.release()
-        return "done"
-    return claim
+    return _claim_or_skip(run, campaign_dir, retry_failed, head, (executor, executor_id))
 
 
 def missing_runs(runs: list[PlannedRun], campaign_dir: Path, retry_failed: bool,
@@ -255,13 +254,8 @@ def missing_runs(runs: list[PlannedRun], campaign_dir: Path, retry_failed: bool,
         if run.run_id in waiting:
             continue
         head = f"[{i}/{len(runs)}] {run.label} ({run.run_id})"
-        if is_done(run, campaign_dir, retry_failed, head):
-            continue
-        info = claims.read(campaign_dir, run.run_id)
-        if info is not None and not claims.is_stale(info):
-            say(f"{head}: running elsewhere ({claims.describe(info)}), left to it")
-            continue
-        missing.append(run)
+        if _claim_or_skip(run, campaign_dir, retry_failed, head, None) == "missing":
+            missing.append(run)
     return missing
 
 

@@ -30,19 +30,20 @@ def slurm_task_id() -> str:
     return f"{job}_{task}" if job and task else os.environ.get("SLURM_JOB_ID", "")
 
 
-def slurm_gpu() -> GpuSlot | None:
+def slurm_gpu(devices: list[dict] | None = None) -> GpuSlot | None:
     """The GPU Slurm allocated to this task (SLURM_JOB_GPUS holds its index on the node, which with
-    gres AutoDetect=nvml is NVML's), named by NVML; None when the task has no GPU."""
-    from bench.gpu import probe
-
+    gres AutoDetect=nvml is NVML's), named by NVML (`devices`: bench.gpu.probe().devices, probed when
+    not given); None when the task has no GPU."""
     wanted = os.environ.get("SLURM_STEP_GPUS") or os.environ.get("SLURM_JOB_GPUS") or ""
     first = wanted.split(",")[0].strip()
     if not first.isdigit():
         return None
-    for d in probe().devices:
-        if int(d["index"]) == int(first):
-            return GpuSlot(int(d["index"]), d.get("uuid"), d.get("name"))
-    return GpuSlot(int(first))
+    if devices is None:
+        from bench.gpu import probe
+
+        devices = probe().devices
+    # An index NVML does not list still names the GPU Slurm gave: a slot without uuid and name.
+    return runners.slots_by_index(devices).get(int(first), GpuSlot(int(first)))
 
 
 def run_task(batch_dir: Path, index: int) -> int:

@@ -19,7 +19,7 @@ already published or claimed by another holder, and takes its claim as campaign/
 (`.claims/<run_id>`, created exclusively, its holder named, touched every HEARTBEAT_S so it never
 looks stale while the run is in flight). It writes `<run_id>.partial/` (request.json first), runs
 `python -m bench run` into it under the run's time limit, records a run that ended without
-run.json as failed (timeout, killed, crash: the host's causes, with bench.schema in the image),
+run.json as failed (timeout, killed, crash: the host's causes, by bench.failures in the image),
 adds executor.json (pod, node, Job, index), renames it to `<run_id>/` and releases the claim. A
 pod that is itself killed (deleted, evicted) leaves `.partial` and a claim that goes stale, so a
 resumed campaign runs that run again.
@@ -90,17 +90,12 @@ if [ ! -f "$partial/run.json" ]; then
   python - "$partial" "$(cat "$exit_file")" "$(($(date +%s) - start))" "${DLREPRO_TIMEOUT_S:-0}" <<'EOF' || true
 import sys
 from pathlib import Path
-from bench import request, schema
+from bench import failures, request, schema
 out, rc, elapsed, limit = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-if rc == 124 or (limit and elapsed >= limit):
-    failure = {"cause": "timeout", "message": "the run exceeded its time limit and was stopped"}
-elif rc == 137:
-    failure = {"cause": "killed", "message": "killed by SIGKILL: often the out-of-memory killer (see the pod's events)"}
-elif rc > 128:
-    failure = {"cause": "killed", "message": "killed by signal %d" % (rc - 128)}
-else:
-    tail = (out / "log.txt").read_text(errors="replace")[-400:].replace("\n", " | ")
-    failure = {"cause": "crash", "message": ("exit code %d without a run.json; log ends: %s" % (rc, tail))[:2000]}
+# timeout's own status is 124; 137 when it had to SIGKILL the run after its grace (-k 30).
+timed_out = rc == 124 or bool(limit and elapsed >= limit)
+failure = failures.failure(timed_out, failures.returncode_of_status(rc), failures.log_tail(out),
+                           failures.OOM_HINT_POD)
 schema.write_run(out, schema.finish(schema.run_record(request.read(out / "request.json")), failure))
 EOF
 fi

@@ -54,10 +54,15 @@ class GpuSlot:
         return f"GPU {self.index}" + (f" ({self.name})" if self.name else "")
 
 
+def slots_by_index(devices: list[dict]) -> dict[int, GpuSlot]:
+    """A GpuSlot for every GPU NVML listed (`devices`: bench.gpu.probe().devices), by NVML index."""
+    return {int(d["index"]): GpuSlot(int(d["index"]), d.get("uuid"), d.get("name")) for d in devices}
+
+
 def gpu_slots(devices: list[dict], wanted: str = "all") -> list[GpuSlot]:
     """The GPUs a campaign may use: every GPU NVML listed (`devices`: bench.gpu.probe().devices) for
     'all', else those of the comma-separated NVML indices in `wanted` (GPUS=0,2), in that order."""
-    found = {int(d["index"]): GpuSlot(int(d["index"]), d.get("uuid"), d.get("name")) for d in devices}
+    found = slots_by_index(devices)
     text = (wanted or "all").strip()
     if text == "all":
         return [found[i] for i in sorted(found)]

@@ -4,8 +4,9 @@ The image is the framework's kit image (images/build.py), converted once with `c
 directory image under CH_IMAGES (default ~/.cache/dlrepro/charliecloud, a shared filesystem on a
 cluster), beside a record of what it was made from: the Docker image id and digest, and the sha256
 of the directory's content (file names, modes, link targets and bytes), which run.json carries as
-environment.container. Converting needs Docker once (on any machine; copy the folder over);
-running needs only ch-run.
+environment.container and which is computed again each time a campaign prepares the image: a
+directory changed since it was converted is refused, not run under the record's identity.
+Converting needs Docker once (on any machine; copy the folder over); running needs only ch-run.
 
 A run is locked down as in the docker runner: the image's non-root user (10001), no network (a
 network namespace of its own: unshare --net), the dataset read-only (a read-only bind mount made
@@ -73,10 +74,23 @@ def _record(target: Path) -> dict | None:
         return None
 
 
+def verify_image(target: Path, record: dict) -> dict:
+    """`record` when the directory image at `target` still has the content it was converted with
+    (tree_sha256 equal to the record's sha256), else a UsageError: a run must not use a changed
+    image under the identity of the one it was made from."""
+    found = tree_sha256(target)
+    if found != record.get("sha256"):
+        raise UsageError(f"the Charliecloud image {target} changed since it was converted (content sha256 "
+                         f"{found[:12]}, its {RECORD} says {str(record.get('sha256'))[:12]})",
+                         f"delete {target} and run again, so it is converted anew")
+    return record
+
+
 def ensure_image(spec: images.ImageSpec, target: Path) -> dict:
     """The record of the directory image of kit image `spec` at `target`: converted (again) when a
     Docker engine answers and its image is not the one the directory was made from; used as it is
-    where no engine answers (a cluster node)."""
+    where no engine answers (a cluster node). An image used as it is is checked against its record
+    first (verify_image)."""
     have = _record(target)
     try:
         client = images.client()
@@ -84,10 +98,10 @@ def ensure_image(spec: images.ImageSpec, target: Path) -> dict:
         if have is None:
             raise UsageError(f"no Charliecloud image of {spec.framework} in {target.parent}, and {exc.problem}",
                              f"run it once where Docker answers, or copy that folder here ({IMAGES_VAR})") from None
-        return have
+        return verify_image(target, have)
     image = images.build(client, spec, os.environ.get(images.BASE_IMAGE_VAR) or None)
     if have is not None and have["docker_image_id"] == image.id:
-        return have
+        return verify_image(target, have)
     if shutil.which("ch-convert") is None:
         raise UsageError("ch-convert (Charliecloud) is not on PATH", "install Charliecloud (Debian: charliecloud)")
     reference = image.tags[0] if image.tags else image.id
@@ -130,8 +144,9 @@ class CharliecloudRunner:
         self._dirs: dict[str, Path] = {}
 
     def prepare(self, framework: str) -> Environment:
-        """Find (or make, where Docker answers) the framework's directory image; its identity is the
-        kit image's id and digest, its container record the directory and its content sha256."""
+        """Find (or make, where Docker answers) the framework's directory image, its content checked
+        against its record (once per campaign: launches reuse it); its identity is the kit image's id
+        and digest, its container record the directory and its content sha256."""
         if self.device == "gpu":
             raise UsageError("GPU runs under Charliecloud are not supported yet (the image needs the host's "
                              "NVIDIA libraries: ch-fromhost --nvidia)", "use RUNNER=docker or RUNNER=local on GPUs")

@@ -1,13 +1,18 @@
 """Running a campaign: skip what is done, publish only complete runs, record failures with their cause."""
 
+import json
+import os
 import signal
+import socket
+import subprocess
+import sys
 import threading
 import time
 
 import pytest
 
 from bench import request, schema
-from campaign import execute
+from campaign import claims, execute
 from campaign.runners import gpu_slots
 from tests.campaign.scriptrunner import ScriptRunner, planned
 
@@ -158,3 +163,35 @@ def test_stopping_a_campaign_with_runs_in_flight_kills_them_and_publishes_none(t
     assert capsys.readouterr().out.count("it runs again when the campaign resumes") == 2
     # Resumed, both run.
     assert execute.execute(runs, ScriptRunner("ok"), cdir, 60, slots=gpu_slots(FOUR_GPUS[:2]))["ok"] == 2
+
+
+# --- What is left out: done, or claimed by a live holder (the same for a campaign and a scheduler) --
+
+def test_a_campaign_and_a_scheduler_leave_out_the_same_runs_and_say_why(tmp_path, capsys):
+    runs = planned(tmp_path, ScriptRunner("ok"), repeats=4)
+    cdir = tmp_path / "results" / "t"
+    execute.execute(runs[:1], ScriptRunner("ok"), cdir, 10)  # run 0: done
+    capsys.readouterr()
+    live = claims.take(cdir, runs[1].run_id, "slurm", "12_3")  # run 1: in flight elsewhere
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    stale = claims.claim_path(cdir, runs[2].run_id)  # run 2: its holder died; run 3: never claimed
+    stale.write_text(json.dumps({"token": "old", "host": socket.gethostname(), "pid": int(dead.stdout)}))
+    try:
+        assert execute.missing_runs(runs, cdir, False) == runs[2:]
+        looked = capsys.readouterr().out
+        assert execute.missing_runs(runs, cdir, False, waiting={runs[3].run_id}) == runs[2:3]
+        capsys.readouterr()
+        got = [execute.claim_missing(run, cdir, False, f"[{i}/4] {run.label} ({run.run_id})")
+               for i, run in enumerate(runs, 1)]
+        took = capsys.readouterr().out
+        assert got[:2] == ["done", "elsewhere"] and all(isinstance(c, claims.Claim) for c in got[2:])
+        assert stale.exists() and got[2].still_ours()  # the dead holder's claim was broken and taken over
+        for out in (looked, took):
+            assert f"({runs[0].run_id}): done earlier (ok), skipped" in out
+            assert f"({runs[1].run_id}): running elsewhere (host {socket.gethostname()} pid {os.getpid()} " \
+                   "(slurm 12_3)), left to it" in out
+            assert runs[2].run_id not in out and runs[3].run_id not in out
+        for claim in got[2:]:
+            claim.release()
+    finally:
+        live.release()

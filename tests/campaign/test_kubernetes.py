@@ -182,7 +182,7 @@ def test_names_and_label_values_stay_valid_and_distinct():
 
 FAKE_PYTHON = """#!/bin/sh
 # Stands in for the image's `python -m bench run --request R --out O --data D`: records its
-# arguments, prints an epoch line, and writes run.json unless told to crash or sleep; `python -`
+# arguments, prints an epoch line, and writes run.json unless told to crash, sleep or be killed; `python -`
 # (the script's failure record) is the real Python with the real bench package.
 if [ "$1" = "-" ]; then exec "$REAL_PYTHON" "$@"; fi
 echo "$*" >> "$FAKE_CALLS"
@@ -193,6 +193,7 @@ if [ -n "${FAKE_CLAIM:-}" ]; then
 fi
 if [ -n "${FAKE_SLEEP:-}" ]; then exec sleep "$FAKE_SLEEP"; fi
 if [ -n "${FAKE_CRASH:-}" ]; then echo boom; exit 3; fi
+if [ -n "${FAKE_KILL:-}" ]; then kill -KILL $$; fi
 echo '{"status": "ok"}' > "$7/run.json"
 """
 
@@ -286,6 +287,10 @@ def test_a_run_that_ends_without_run_json_is_published_as_failed_with_its_cause(
     assert slow.returncode == 0, slow.stderr
     assert time.monotonic() - start < 15  # stopped at its limit, not when it ended by itself
     assert schema.read_run(campaign / ids[1])["failure"]["cause"] == "timeout"
+    killed = run(2, FAKE_KILL="1")  # SIGKILL, as the out-of-memory killer sends: the shell sees 137
+    assert killed.returncode == 0, killed.stderr
+    assert schema.read_run(campaign / ids[2])["failure"] == {
+        "cause": "killed", "message": "killed by SIGKILL: often the out-of-memory killer (see the pod's events)"}
 
 
 def test_a_run_that_cannot_be_recorded_is_left_partial_and_the_pod_fails(pod):
