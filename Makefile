@@ -48,7 +48,10 @@ REGISTRY   ?=
 BASE_IMAGE ?=
 export BASE_IMAGE
 
-CAMPAIGN_TARGETS := cpu-cnn gpu-cnn cpu-lstm gpu-lstm
+# Every experiment of campaign/studies/*.toml (demo has its own recipe below).
+CAMPAIGN_TARGETS := cpu-cnn gpu-cnn cpu-lstm gpu-lstm shi-cpu shi-gpu
+# Those whose experiment runs on a GPU: they stop at once on a machine without one.
+GPU_TARGETS := gpu-cnn gpu-lstm shi-gpu
 RUN_ARGS = --frameworks "$(FRAMEWORKS)" --era "$(ERA)" --profile "$(PROFILE)" --repeats "$(REPEATS)" \
            --runner "$(RUNNER)" --data "$(DATA)" $(if $(THREADS),--threads "$(THREADS)") \
            $(if $(TIMEOUT),--timeout "$(TIMEOUT)") --gpus "$(GPUS)" --parallel "$(PARALLEL)" \
@@ -65,7 +68,7 @@ help: ## list the targets and variables
 	@echo "dlrepro: reproduce DLBench and related deep-learning-framework benchmark studies"
 	@echo
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | awk -F'\t' '{printf "  make %-10s %s\n", $$1, $$2}'
-	@echo "  make cpu-cnn    (also gpu-cnn, cpu-lstm, gpu-lstm) a whole study campaign: data, runs, report"
+	@echo "  make cpu-cnn    (also gpu-cnn, cpu-lstm, gpu-lstm; Shi et al.: shi-cpu, shi-gpu) a whole study campaign: data, runs, report"
 	@echo
 	@echo "variables: FRAMEWORKS=\"$(FRAMEWORKS)\" PROFILE=$(PROFILE) (paper|quick|smoke) REPEATS=$(REPEATS)"
 	@echo "           RUNNER=$(RUNNER) (auto|docker|local|system) DATA=$(DATA) (real|synthetic) THREADS CAMPAIGN MIRROR TIMEOUT"
@@ -111,7 +114,7 @@ test: host ## lint and the fast tests (CI=true or 'make test-all' adds the slow 
 	@$(if $(filter true,$(CI)),$(MAKE) --no-print-directory test-slow,true)
 
 test-slow: host ## the slow tests only
-	@t=$$SECONDS; $(HOSTPY) -m pytest -q -m slow tests; echo "stage slow tests: $$((SECONDS - t)) s"
+	@t=$$SECONDS; $(HOSTPY) -m pytest -q -m slow --durations=25 tests; echo "stage slow tests: $$((SECONDS - t)) s"
 
 test-all: host ## every test, slow ones included
 	$(HOSTPY) -m pytest -q tests
@@ -208,10 +211,12 @@ analyze: host ## turn results/$(CAMPAIGN) into reports/$(CAMPAIGN)
 
 report: analyze
 
-# cpu-cnn, gpu-cnn, cpu-lstm, gpu-lstm: data, runs, report. GPU targets stop at once without a GPU.
+# cpu-cnn, gpu-cnn, cpu-lstm, gpu-lstm, shi-cpu, shi-gpu: data, runs, report. A target whose experiment
+# runs on the GPU (GPU_TARGETS) stops at once without one, naming its study's CPU target (check-gpu
+# needs only the standard library, so it runs before the host environment is built).
 # WORKLOADS=... runs those instead of the target's (e.g. make cpu-cnn WORKLOADS=cnn-svhn).
 $(CAMPAIGN_TARGETS):
-	@$(if $(filter gpu-%,$@),$(PYTHON) -m campaign check-gpu $@,true)
+	@$(if $(filter $(GPU_TARGETS),$@),$(PYTHON) -m campaign check-gpu $@,true)
 	@$(MAKE) --no-print-directory host
 	@if [ "$(DATA)" = real ]; then \
 	  $(HOSTPY) -m data download --datasets $$($(HOSTPY) -m campaign datasets --target $@ --workloads "$(WORKLOADS)") \

@@ -89,7 +89,7 @@ class Claim:
     # utilization (system-wide by DLBench's definition); the report names such verdicts when they rest
     # on a contended run (analysis.contention).
     load_sensitive: bool = False
-    # The make targets (campaign/targets.toml) whose campaigns, analysed together, hold the experiment
+    # The make targets (experiments of campaign/studies/*.toml) whose campaigns, analysed together, hold the experiment
     # that decides the claim; empty when the kit cannot run that experiment yet.
     decided_by: tuple[str, ...] = ()
 

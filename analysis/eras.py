@@ -170,9 +170,9 @@ def outside_image_text(rows: Iterable[dict[str, Any]]) -> str:
 # --- The command that makes an era's missing runs -----------------------------------------
 
 def _targets() -> dict[str, dict]:
-    from campaign.specs import load_targets  # host tooling: only the report's hint needs it
+    from campaign.study import experiments  # host tooling: only the report's hint needs it
 
-    return load_targets()
+    return {name: {"device": e.device, "workloads": list(e.workloads)} for name, e in experiments().items()}
 
 
 def _target_for(device: str, workload: str, folder: str, targets: dict[str, dict]) -> str | None:

@@ -37,6 +37,8 @@ _STR, _INT, _FLOAT = "str", "Int64", "float64"
 RUN_DTYPES: dict[str, str] = {
     "run_id": _STR, "campaign": _STR, "framework": _STR, "era": _STR, "workload": _STR, "dataset": _STR,
     "data_source": _STR, "device": _STR, "profile": _STR, "repeat": _INT, "seed": _INT,
+    # A study sweep's point ('batch_size=16, threads=4'; '' outside a sweep) and the run's thread count.
+    "sweep": _STR, "threads": _INT,
     "status": _STR, "failure_cause": _STR, "failure_message": _STR,
     "training_time_s": _FLOAT, "eval_time_s": _FLOAT, "test_accuracy": _FLOAT,
     # The accuracy of always guessing the test rows' most frequent label (run.json dataset.test_majority_rate,
@@ -47,6 +49,8 @@ RUN_DTYPES: dict[str, str] = {
     # stands apart from the mean of the later epochs (campaign.epochtimes reads them the same way);
     # the last epoch's loss and training accuracy (percent).
     "epoch_time_first_s": _FLOAT, "epoch_time_later_mean_s": _FLOAT,
+    # The iteration protocol (bench/iterations.py): seconds per measured mini-batch, warm-up left out.
+    "iteration_time_mean_s": _FLOAT, "iteration_time_median_s": _FLOAT, "measured_iterations": _INT,
     "final_loss": _FLOAT, "final_train_accuracy": _FLOAT,
     "cpu_util_mean_pct": _FLOAT, "mem_mean_mb": _FLOAT, "mem_peak_mb": _FLOAT, "gpu_util_mean_pct": _FLOAT,
     "monitor_source": _STR, "monitor_samples": _INT,
@@ -256,6 +260,18 @@ def epoch_columns(epochs: Sequence[dict[str, Any]]) -> dict[str, float | None]:
     }
 
 
+def iteration_columns(timing: dict[str, Any]) -> dict[str, Any]:
+    """The per-mini-batch figures of an iteration-protocol run (None for epoch-protocol runs)."""
+    stats = timing.get("iteration_time_s") or {}
+    return {"iteration_time_mean_s": stats.get("mean"), "iteration_time_median_s": stats.get("median"),
+            "measured_iterations": timing.get("measured_iterations")}
+
+
+def sweep_text(point: dict[str, Any] | None) -> str:
+    """A sweep point as the tables show it, axes in name order: 'batch_size=16, threads=4' ('' for none)."""
+    return ", ".join(f"{axis}={value}" for axis, value in sorted((point or {}).items()))
+
+
 def run_row(run_dir: Path, run: dict, epochs: Sequence[dict[str, Any]], problems: list[str],
             notes: list[str]) -> dict[str, Any]:
     """One run-table row from a validated run.json, its metrics.jsonl records and its monitor.csv.
@@ -282,6 +298,8 @@ def run_row(run_dir: Path, run: dict, epochs: Sequence[dict[str, Any]], problems
         "profile": cfg["profile"],
         "repeat": cfg["repeat"],
         "seed": cfg["seed"],
+        "sweep": sweep_text(cfg.get("sweep")),
+        "threads": cfg.get("threads"),
         "status": run["status"],
         "failure_cause": failure.get("cause"),
         "failure_message": failure.get("message"),
@@ -293,6 +311,7 @@ def run_row(run_dir: Path, run: dict, epochs: Sequence[dict[str, Any]], problems
         "epochs": results.get("epochs_completed"),
         "epochs_planned": (spec.get("training") or {}).get("epochs"),
         **epoch_columns(epochs),
+        **iteration_columns(timing),
         # The hyper-parameters the other studies sweep (Wu et al.: batch size, learning rate).
         "batch_size": (spec.get("training") or {}).get("batch_size"),
         "learning_rate": _learning_rate(spec),

@@ -23,8 +23,10 @@ from bench import atomic
 
 # A summary cell: runs that differ only in repeat/seed. Profile and data source are part of the
 # key because a mean over a quick and a paper run (or real and synthetic data) means nothing; the
-# era too: paper-era and current-era runs of one workload are two experiments, never repeats of one.
-CELL_KEYS: tuple[str, ...] = ("workload", "framework", "era", "device", "runner", "profile", "data_source")
+# era too: paper-era and current-era runs of one workload are two experiments, never repeats of one;
+# and a study sweep's point (analysis.runs.sweep_text: '' outside a sweep).
+CELL_KEYS: tuple[str, ...] = ("workload", "framework", "era", "device", "runner", "profile", "data_source",
+                              "sweep")
 
 # Run-table columns summarized over the successful repeats of a cell.
 SUMMARY_METRICS: tuple[str, ...] = (

@@ -8,7 +8,9 @@ trains the model.
 
 Training time is the sum of the epochs' training passes, each closed by a device synchronize.
 The per-epoch test pass is timed separately (eval_time_s); model construction and data loading
-are setup_time_s (schema.TIMING_DEFINITION). CPython 3.6-clean: paper-era images run it.
+are setup_time_s (schema.TIMING_DEFINITION). A spec whose measurement protocol is "iterations"
+(bench/measurement.py) times single mini-batches instead (bench/iterations.py).
+CPython 3.6-clean: paper-era images run it.
 """
 
 import math
@@ -21,7 +23,7 @@ import traceback
 from pathlib import Path
 from typing import Dict, Optional
 
-from bench import frameworks, prepared, request, schema, threads
+from bench import frameworks, iterations, measurement, prepared, request, schema, threads
 from bench.errors import UsageError
 from bench.frameworks import NonFiniteLoss
 from bench.frameworks.common import cpu_name, majority_rate
@@ -149,9 +151,20 @@ def train(req: dict, data_dir: Path, out: Path, record: dict) -> None:
     timing["setup_time_s"] = time.perf_counter() - t_setup
     timing["training_time_s"] = 0.0
     timing["eval_time_s"] = 0.0
+    protocol = measurement.of_spec(wl)
+    if protocol["protocol"] == measurement.ITERATIONS:
+        warmup = measurement.warmup_steps(protocol, len(data.y_train), int(wl["training"]["batch_size"]))
+        iterations.run(trainer, warmup, protocol["iterations"], out, record, req["framework"], req["era"])
+    else:
+        train_epochs(trainer, wl["training"]["epochs"], out, record)
+
+
+def train_epochs(trainer, epochs: int, out: Path, record: dict) -> None:
+    """The epoch protocol: `epochs` training passes, each followed by a test pass; metrics.jsonl
+    gets one record per epoch, record's timing and results the sums and the last epoch's figures."""
+    timing = record["timing"]
     timing["train_start_unix"] = time.time()
     metrics = schema.MetricsWriter(out)
-    epochs = wl["training"]["epochs"]
     try:
         for epoch in range(1, epochs + 1):
             t0 = time.perf_counter()

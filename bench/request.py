@@ -13,7 +13,8 @@ Fields (all required; ``validate`` checks them on write and on read):
 - ``request_version``; ``run_id``: content_hash of the run's identity (``identity``), recomputed
   and checked on read, so an edited request cannot pose as the run it was.
 - ``framework``, ``era`` (``current`` or ``paper``), ``workload``, ``profile``, ``spec``: the
-  workload spec with the profile applied.
+  workload spec with the profile applied; its optional ``measurement`` table (the timing protocol,
+  bench/measurement.py) is checked here.
 - ``data``: ``dataset``, ``source`` (real or synthetic), ``arrays_sha256``, ``path`` (the prepared
   folder on the host; runners may mount it elsewhere), ``train_indices`` and ``test_indices``
   (sorted row numbers of the subset, or null for the whole split).
@@ -42,7 +43,7 @@ import json
 from pathlib import Path
 from typing import Optional
 
-from bench import atomic, hashing
+from bench import atomic, hashing, measurement
 from bench.errors import UsageError
 
 REQUEST_VERSION = 1
@@ -79,6 +80,9 @@ FIELDS = {
     "environment": (dict,),
     "monitor": (bool,),
 }
+# sweep: the point of a study experiment's sweep the run is at ({axis: value}, e.g. {"threads": 4};
+# campaign/study.py names the axes); absent for runs of no sweep, whose ids it leaves as they were.
+OPTIONAL_FIELDS = {"sweep": (dict,)}
 DATA_FIELDS = {
     "dataset": (str,),
     "source": (str,),
@@ -112,11 +116,14 @@ class RequestError(UsageError):
 def identity(request: dict) -> dict:
     """What a run is: its id is the hash of this (the same inputs always give the same id, and a
     reordered framework list or a resumed campaign finds the runs already made)."""
-    return {
+    ident = {
         "framework": request["framework"], "env": request["environment"]["env_id"], "workload": request["spec"],
         "dataset": request["data"]["arrays_sha256"], "device": request["device"], "seed": request["seed"],
         "repeat": request["repeat"],
     }
+    if request.get("sweep"):  # a sweep point is part of what the run is (threads is not, otherwise)
+        ident["sweep"] = request["sweep"]
+    return ident
 
 
 def run_id(request: dict) -> str:
@@ -142,7 +149,12 @@ def _check(obj, fields, where, optional=None):
 
 def validate(request: dict, where: str = REQUEST_FILE) -> dict:
     """Check a request object; return it unchanged or raise RequestError (a UsageError)."""
-    _check(request, FIELDS, where)
+    _check(request, FIELDS, where, OPTIONAL_FIELDS)
+    if "sweep" in request:
+        sweep = request["sweep"]
+        if not sweep or any(not isinstance(k, str) or isinstance(v, bool) or not isinstance(v, (int, float, str))
+                            for k, v in sweep.items()):
+            raise RequestError(where, "sweep must map axis names to numbers or words, e.g. {\"threads\": 4}")
     if request["request_version"] != REQUEST_VERSION:
         raise RequestError(where, f"request_version {request['request_version']!r} is not {REQUEST_VERSION}")
     _check(request["data"], DATA_FIELDS, f"{where}: data", OPTIONAL_DATA_FIELDS)
@@ -159,6 +171,7 @@ def validate(request: dict, where: str = REQUEST_FILE) -> dict:
         raise RequestError(where, f"device {request['device']!r} is not one of {DEVICES}")
     if request["era"] not in ERAS:
         raise RequestError(where, f"era {request['era']!r} is not one of {ERAS}")
+    measurement.check(request["spec"].get("measurement"), f"{where}: spec")  # a MeasurementError when bad
     if request["threads"] is not None and request["threads"] < 1:
         raise RequestError(where, f"threads {request['threads']} must be at least 1 (or null)")
     for split in ("train_indices", "test_indices"):
@@ -212,9 +225,9 @@ def container_problem(runner: str, environment: dict) -> Optional[str]:
 def make(*, framework: str, era: str, workload: str, profile: str, spec: dict, data: dict, device: str,
          threads: Optional[int], seed: int, repeat: int, campaign: str, runner: str, env_id: str,
          image_digest: Optional[str] = None, monitor: bool = True, system: Optional[dict] = None,
-         container: Optional[dict] = None) -> dict:
+         container: Optional[dict] = None, sweep: Optional[dict] = None) -> dict:
     """A validated request with its run_id filled in (`system`: the system runner's environment.system;
-    `container`: a wrapper runner's environment.container)."""
+    `container`: a wrapper runner's environment.container; `sweep`: its sweep point, if any)."""
     request = {
         "request_version": REQUEST_VERSION, "run_id": "", "framework": framework, "era": era,
         "workload": workload, "profile": profile, "spec": spec, "data": data, "device": device,
@@ -225,6 +238,8 @@ def make(*, framework: str, era: str, workload: str, profile: str, spec: dict, d
         request["environment"]["system"] = system
     if container is not None:
         request["environment"]["container"] = container
+    if sweep:
+        request["sweep"] = dict(sweep)
     request["run_id"] = run_id(request)
     return validate(request, "new request")
 

@@ -1,10 +1,11 @@
 """The run artifact schema, defined once and checked on every write and every read.
 
-A run directory holds five files:
+A run directory holds five files (metrics.jsonl or iterations.csv by its protocol, bench/measurement.py):
 
 - ``request.json``  the run request it was made from (bench/request.py), so it can be run again.
 - ``run.json``      one object: configuration, versions, host, timings, status, summaries.
-- ``metrics.jsonl`` one object per finished epoch.
+- ``metrics.jsonl`` one object per finished epoch (epoch protocol only).
+- ``iterations.csv`` one row per timed mini-batch, warm-up included (iterations protocol only).
 - ``monitor.csv``   one row per monitor sample (1 s), header row first.
 - ``log.txt``       free-form output of the training process.
 
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Optional
 
 from bench import atomic
+from bench.measurement import ITERATIONS
 from bench.request import WRAPPERS, container_problem, system_environment_problem
 
 SCHEMA_VERSION = 2
@@ -31,6 +33,7 @@ READABLE_VERSIONS = (1, 2)
 
 RUN_FILE = "run.json"
 METRICS_FILE = "metrics.jsonl"
+ITERATIONS_FILE = "iterations.csv"
 MONITOR_FILE = "monitor.csv"
 LOG_FILE = "log.txt"
 
@@ -49,6 +52,15 @@ TIMING_DEFINITION = (
     "training_time_s = sum over epochs of the training pass (device synchronized before each clock "
     "read); eval_time_s = sum of per-epoch test passes; setup_time_s = model build and data loading "
     "before epoch 1. The DLBench notebooks' wall time = training_time_s + eval_time_s."
+)
+# timing.definition of an iterations-protocol run (timing.protocol "iterations").
+ITERATION_TIMING_DEFINITION = (
+    "iterations protocol: warmup_iterations mini-batches, then measured_iterations measured ones, each "
+    "timed alone around one training step (forward, backward, update) with the device synchronized "
+    "before each clock read (iterations.csv has every step); iteration_time_s = statistics of the "
+    "measured steps only; training_time_s = their sum, train_start_unix/train_end_unix bound them; "
+    "warmup_time_s = sum of the warm-up steps; eval_time_s = one test pass after the measured steps; "
+    "setup_time_s = model build and data loading before the first step."
 )
 
 # Field name -> accepted types. Nested dicts are checked one level down where listed.
@@ -93,6 +105,19 @@ RUN_TIMING_FIELDS = {
     "train_end_unix": OPT_NUM,
     "definition": (str,),
 }
+# The iterations protocol's timing fields (optional: absent from epoch-protocol runs, whose run.json
+# stays as it was); all present when timing.protocol is "iterations". iteration_time_s is null until
+# the measured steps are done (a failed run), then ITERATION_STATS of the measured steps' seconds.
+RUN_ITERATION_TIMING_FIELDS = {
+    "protocol": (str,),
+    "warmup_iterations": (int,),
+    "measured_iterations": (int,),
+    "warmup_time_s": OPT_NUM,
+    "iteration_time_s": OPT_DICT,
+}
+# Seconds per measured iteration: mean, median, sample standard deviation (null for one step),
+# extremes and the 5th/95th percentiles (linear interpolation between ranks, NumPy's default).
+ITERATION_STATS = ("mean", "median", "std", "min", "max", "p5", "p95")
 # dataset.raw_files (optional: runs before it lack it): {file name: these}, copied from the request.
 RUN_RAW_FILE_FIELDS = {"sha256": (str,), "verified": (str,)}
 # The monitor summary's contention figures (optional: runs before them lack them), checked when present.
@@ -151,6 +176,12 @@ MONITOR_COLUMNS = (
 )
 MONITOR_INTERVAL_S = 1.0
 
+# iterations.csv columns, in order: iteration (1-based over warm-up and measured steps together, so
+# Shams et al.'s "iterations 101-1100" are rows 101-1100), phase (ITERATION_PHASES), time_s (seconds
+# of that step, device synchronized) and loss (the step's mini-batch loss).
+ITERATION_COLUMNS = ("iteration", "phase", "time_s", "loss")
+ITERATION_PHASES = ("warmup", "measured")
+
 
 class SchemaError(ValueError):
     """An artifact does not match the schema; the message names the file and the field."""
@@ -187,7 +218,10 @@ def validate_run(obj: dict, where: str = RUN_FILE) -> dict:
     _check_fields(obj, RUN_FIELDS, where)
     _check_version(obj, where)
     _check_fields(obj["config"], RUN_CONFIG_FIELDS, f"{where}: config")
+    if "sweep" in obj["config"] and not isinstance(obj["config"]["sweep"], dict):
+        raise SchemaError(f"{where}: config.sweep must be an object ({{axis: value}})")
     _check_fields(obj["timing"], RUN_TIMING_FIELDS, f"{where}: timing")
+    _check_iteration_timing(obj, where)
     _check_fields(obj["results"], RUN_RESULTS_FIELDS, f"{where}: results")
     _check_fields(obj["monitor"], {k: t for k, t in RUN_MONITOR_CONTENTION_FIELDS.items() if k in obj["monitor"]},
                   f"{where}: monitor")
@@ -215,6 +249,27 @@ def validate_run(obj: dict, where: str = RUN_FILE) -> dict:
     elif failure is not None:
         raise SchemaError(f"{where}: status ok but failure is set")
     return obj
+
+
+def _check_iteration_timing(obj, where):
+    """timing's iterations-protocol fields: none (epoch protocol) or all of them, consistent."""
+    timing = obj["timing"]
+    if not any(name in timing for name in RUN_ITERATION_TIMING_FIELDS):
+        return
+    _check_fields(timing, RUN_ITERATION_TIMING_FIELDS, f"{where}: timing")
+    if timing["protocol"] != ITERATIONS:
+        raise SchemaError(f"{where}: timing.protocol {timing['protocol']!r} is not {ITERATIONS!r} "
+                          "(the epoch protocol writes no protocol field)")
+    if timing["warmup_iterations"] < 0 or timing["measured_iterations"] < 1:
+        raise SchemaError(f"{where}: timing needs warmup_iterations >= 0 and measured_iterations >= 1")
+    stats = timing["iteration_time_s"]
+    if stats is None:
+        if obj["status"] == "ok":
+            raise SchemaError(f"{where}: an ok iterations run needs timing.iteration_time_s")
+        return
+    _check_fields(stats, dict.fromkeys(ITERATION_STATS, OPT_NUM), f"{where}: timing.iteration_time_s")
+    if any(stats[name] is None for name in ITERATION_STATS if name != "std"):
+        raise SchemaError(f"{where}: timing.iteration_time_s needs every statistic but std")
 
 
 def _check_raw_files(raw_files, where):
@@ -262,12 +317,15 @@ def run_record(request: dict, host: Optional[dict] = None, failure: Optional[dic
         environment["system"] = env["system"]
     if "container" in env:  # the wrapper's image a container run ran in
         environment["container"] = env["container"]
+    config = {key: request[key] for key in RUN_CONFIG_FIELDS}
+    if request.get("sweep"):  # the study sweep's point the run is at (absent: no sweep)
+        config["sweep"] = request["sweep"]
     return {
         "schema_version": SCHEMA_VERSION,
         "run_id": request["run_id"],
         "status": "failed",
         "failure": failure or {"cause": "crash", "message": "did not finish"},
-        "config": {key: request[key] for key in RUN_CONFIG_FIELDS},
+        "config": config,
         "spec": request["spec"],
         "dataset": _dataset_record(data),
         "environment": environment,
@@ -347,6 +405,96 @@ def read_metrics(run_dir: Path) -> list:
         if line.strip():
             out.append(validate_metric(json.loads(line), f"{path}:{lineno}"))
     return out
+
+
+def _percentile(ordered: list, q: float) -> float:
+    """The q-th percentile (0-100) of sorted values, interpolated linearly between ranks (NumPy's default)."""
+    pos = (len(ordered) - 1) * q / 100.0
+    lo = int(math.floor(pos))
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def iteration_stats(seconds: list) -> Optional[dict]:
+    """ITERATION_STATS of per-iteration seconds (None for none); std is the sample one, None for one value."""
+    if not seconds:
+        return None
+    ordered = sorted(float(t) for t in seconds)
+    n = len(ordered)
+    mean = sum(ordered) / n
+    std = math.sqrt(sum((t - mean) ** 2 for t in ordered) / (n - 1)) if n > 1 else None
+    return {"mean": mean, "median": _percentile(ordered, 50), "std": std, "min": ordered[0], "max": ordered[-1],
+            "p5": _percentile(ordered, 5), "p95": _percentile(ordered, 95)}
+
+
+def summarize_iterations(rows: list) -> dict:
+    """run.json's timing fields of the iterations protocol from iterations.csv rows (read_iterations):
+    the counts, warm-up seconds, training_time_s (sum of the measured steps) and iteration_time_s
+    (their statistics; the warm-up never counts). The analysis can recompute them with this function."""
+    warmup = [r["time_s"] for r in rows if r["phase"] == "warmup"]
+    measured = [r["time_s"] for r in rows if r["phase"] == "measured"]
+    return {
+        "warmup_iterations": len(warmup),
+        "measured_iterations": len(measured),
+        "warmup_time_s": sum(warmup),
+        "training_time_s": sum(measured),
+        "iteration_time_s": iteration_stats(measured),
+    }
+
+
+def validate_iterations(rows: list, where: str = ITERATIONS_FILE) -> list:
+    """Check iterations.csv rows (dicts of ITERATION_COLUMNS): numbered 1, 2, ... in order, every
+    warm-up row before every measured one, finite non-negative times and finite losses. Return them."""
+    seen_measured = False
+    for number, row in enumerate(rows, 1):
+        at = f"{where}: iteration {number}"
+        if not isinstance(row, dict) or set(row) != set(ITERATION_COLUMNS):
+            raise SchemaError(f"{at}: expected the columns {', '.join(ITERATION_COLUMNS)}")
+        if isinstance(row["iteration"], bool) or row["iteration"] != number:
+            raise SchemaError(f"{at}: numbered {row['iteration']!r}; iterations count 1, 2, ... without gaps")
+        if row["phase"] not in ITERATION_PHASES:
+            raise SchemaError(f"{at}: phase {row['phase']!r} is not one of {ITERATION_PHASES}")
+        if row["phase"] == "warmup" and seen_measured:
+            raise SchemaError(f"{at}: a warm-up step after a measured one")
+        seen_measured = seen_measured or row["phase"] == "measured"
+        for col in ("time_s", "loss"):
+            value = row[col]
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise SchemaError(f"{at}: {col} {value!r} is not a finite number")
+        if row["time_s"] < 0:
+            raise SchemaError(f"{at}: time_s {row['time_s']} is negative")
+    return rows
+
+
+def write_iterations(run_dir: Path, rows: list) -> None:
+    """Validate and atomically write iterations.csv (header first; floats as Python writes them
+    exactly, so a read gives back the same numbers)."""
+    path = Path(run_dir) / ITERATIONS_FILE
+    validate_iterations(rows, str(path))
+    lines = [",".join(ITERATION_COLUMNS)]
+    lines += ["{},{},{!r},{!r}".format(r["iteration"], r["phase"], float(r["time_s"]), float(r["loss"]))
+              for r in rows]
+    atomic.write_text(path, "\n".join(lines) + "\n")
+
+
+def read_iterations(run_dir: Path) -> list:
+    """Read and validate iterations.csv (empty list if the file is absent: an epoch-protocol run)."""
+    path = Path(run_dir) / ITERATIONS_FILE
+    if not path.exists():
+        return []
+    with open(str(path), newline="", encoding="utf-8") as fh:
+        table = list(csv.reader(fh))
+    if not table or tuple(table[0]) != ITERATION_COLUMNS:
+        raise SchemaError(f"{path}: header is not {','.join(ITERATION_COLUMNS)}")
+    rows = []
+    for lineno, cells in enumerate(table[1:], 2):
+        try:
+            iteration, phase, time_s, loss = cells
+            rows.append({"iteration": int(iteration), "phase": phase, "time_s": float(time_s), "loss": float(loss)})
+        except ValueError:
+            raise SchemaError(f"{path}:{lineno}: expected {len(ITERATION_COLUMNS)} cells "
+                              f"({','.join(ITERATION_COLUMNS)}), got {cells!r}") from None
+    return validate_iterations(rows, str(path))
 
 
 def monitor_header() -> str:

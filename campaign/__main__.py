@@ -2,7 +2,7 @@
 
 `run` plans a campaign (frameworks x workloads x repeats), prepares each framework's environment
 with the chosen runner and runs what is missing; `datasets` prints what a target's workloads read;
-`check-gpu` stops a GPU target at once on a machine without one.
+`check-gpu` stops a GPU target at once on a machine without one (and passes a CPU target).
 Bad input ends with one line `error: <problem>; <fix>` and exit code 2.
 """
 
@@ -12,8 +12,12 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bench.errors import UsageError, run_cli
+
+if TYPE_CHECKING:
+    from campaign.study import Experiment
 
 
 def _names(text: str) -> list[str]:
@@ -22,7 +26,7 @@ def _names(text: str) -> list[str]:
 
 def _run_args(argv: list[str]) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m campaign run")
-    ap.add_argument("--target", help="a campaign target of campaign/targets.toml (cpu-cnn, gpu-lstm, demo, ...)")
+    ap.add_argument("--target", help="a campaign target: an experiment of campaign/studies/*.toml (cpu-cnn, demo, ...)")
     ap.add_argument("--workloads", default="", help="instead of --target: workload names")
     ap.add_argument("--device", default=None)
     ap.add_argument("--frameworks", default="pytorch keras")
@@ -60,15 +64,11 @@ def _yes(text: str, var: str) -> bool:
     return text.strip().lower() in ("yes", "true", "1")
 
 
-def _target(name: str | None) -> dict:
-    from campaign.specs import load_targets
+def _target(name: str | None) -> Experiment | None:
+    """The experiment a campaign target runs (campaign/studies/*.toml); None without a target."""
+    from campaign.study import experiment
 
-    targets = load_targets()
-    if name is None:
-        return {}
-    if name not in targets:
-        raise UsageError(f"unknown campaign target '{name}'", f"choose from: {', '.join(sorted(targets))}")
-    return targets[name]
+    return None if name is None else experiment(name)
 
 
 def _threads(text: str) -> int:
@@ -77,6 +77,12 @@ def _threads(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise UsageError(f"THREADS must be a positive whole number, got '{text}'", "set e.g. THREADS=2")
     return int(text)
+
+
+def _threads_text(matrix, threads: int) -> str:
+    """'2 threads', or the swept counts ('threads 1, 2, 4 (swept)') when the experiment sweeps them."""
+    swept = sorted({p["threads"] for p in matrix.points() if "threads" in p})
+    return f"threads {', '.join(map(str, swept))} (swept)" if swept else f"{threads} threads"
 
 
 def _parallel(text: str) -> int:
@@ -118,12 +124,12 @@ def cmd_run(argv: list[str]) -> int:
 
         slurm.check_commands()
     target = _target(a.target)
-    workloads = _names(a.workloads) or target.get("workloads", [])
-    device = a.device or target.get("device", "cpu")
+    workloads = _names(a.workloads) or (list(target.workloads) if target else [])
+    device = a.device or (target.device if target else "cpu")
     matrix = plan.build_matrix(_names(a.frameworks), workloads, device, a.profile, a.repeats, a.data_source,
-                               a.seed, a.era)
+                               a.seed, a.era, target)
     if device == "gpu":
-        require_gpu(a.target or "this campaign")
+        require_gpu(a.target or "this campaign", cpu_variant(a.target) if a.target else None)
     name = a.campaign or a.target or "adhoc"
     threads = _threads(a.threads)
     slots = _slots(device, a.gpus, _parallel(a.parallel))
@@ -133,7 +139,7 @@ def cmd_run(argv: list[str]) -> int:
                          "use RUNNER=docker, with the images pushed (make push REGISTRY=...)")
     print(f"campaign '{name}': {len(matrix.frameworks)} frameworks x {len(matrix.workloads)} workloads x "
           f"{matrix.repeats} repeats on {device} ({matrix.era} era, {matrix.profile} profile, {matrix.data_source} "
-          f"data, {runner.name} runner, {threads} threads)", flush=True)
+          f"data, {runner.name} runner, {_threads_text(matrix, threads)})", flush=True)
     if device == "cpu" and probe().available:
         print("note: an NVIDIA GPU is present but this is a CPU campaign; frameworks are kept off it",
               flush=True)
@@ -199,25 +205,39 @@ def _on_kubernetes(a: argparse.Namespace, runs: list, runner: str, campaign_dir:
     return QUEUED_EXIT
 
 
-def require_gpu(what: str) -> None:
-    """Stop with a clear message when no NVIDIA GPU answers."""
+def cpu_variant(target: str) -> str | None:
+    """The CPU experiment to offer instead of GPU experiment `target`: of its study's CPU experiments,
+    the one sharing the most workloads (the first declared on a tie); None when none shares any."""
+    from campaign.study import experiment, load_study
+
+    gpu = experiment(target)
+    shared = [(len(set(e.workloads) & set(gpu.workloads)), -i, e.name)
+              for i, e in enumerate(load_study(gpu.study).experiments.values()) if e.device == "cpu"]
+    best = max(shared, default=(0, 0, None))
+    return best[2] if best[0] else None
+
+
+def require_gpu(what: str, instead: str | None = None) -> None:
+    """Stop with a clear message when no NVIDIA GPU answers; `instead` is the CPU make target to offer."""
     from bench.gpu import probe
 
     status = probe()
     if not status.available:
-        cpu = what.replace("gpu-", "cpu-") if what.startswith("gpu-") else "the cpu-* variant"
         raise UsageError(
             f"{what} needs an NVIDIA GPU, but none is available on this machine ({status.reason})",
-            f"run the CPU variant instead: make {cpu}" if what.startswith("gpu-") else f"run {cpu}",
+            f"run the CPU variant instead: make {instead}" if instead else "run it on the CPU (DEVICE=cpu)",
         )
 
 
 def cmd_check_gpu(argv: list[str]) -> int:
-    """`check-gpu TARGET`: exit 0 with the GPUs found, or the clear no-GPU error."""
+    """`check-gpu [TARGET]`: for a GPU experiment (or no target), exit 0 with the GPUs found, or the
+    clear no-GPU error naming the study's CPU experiment; for a CPU experiment, exit 0 at once."""
     from bench.gpu import probe
+    from campaign.study import experiment
 
-    what = argv[0] if argv else "this campaign"
-    require_gpu(what)
+    if argv and experiment(argv[0]).device != "gpu":
+        return 0
+    require_gpu(argv[0] if argv else "this campaign", cpu_variant(argv[0]) if argv else None)
     status = probe()
     for d in status.devices:
         print(f"GPU {d['index']}: {d['name']} (compute capability {d['compute_capability']}, "
@@ -233,7 +253,8 @@ def cmd_datasets(argv: list[str]) -> int:
     ap.add_argument("--target")
     ap.add_argument("--workloads", default="")
     a = ap.parse_args(argv)
-    workloads = _names(a.workloads) or _target(a.target).get("workloads", [])
+    target = _target(a.target)
+    workloads = _names(a.workloads) or (list(target.workloads) if target else [])
     print(" ".join(datasets_needed(workloads)))
     return 0
 

@@ -1,4 +1,5 @@
-"""Campaigns: frameworks x workloads x repeats on one device, planned into run requests.
+"""Campaigns: frameworks x workloads x repeats on one device (x the sweep points of a study's
+experiment, campaign/study.py), planned into run requests.
 
 Every run is resolved into its request (campaign/requests.py) before anything runs; its id is a
 hash of the request's identity (framework, environment, resolved workload spec, dataset hash,
@@ -19,6 +20,7 @@ from bench import atomic, frameworks, prepared
 from bench.errors import UsageError
 from campaign import requests, specs
 from campaign.runners import Runner
+from campaign.study import Experiment, apply_point
 
 SETTINGS_FILE = "campaign.json"
 # campaign.json key -> the make variable that sets it (for the error that names the fix).
@@ -38,6 +40,12 @@ class Matrix:
     data_source: str
     seed: int = 0
     era: str = "current"
+    # The study experiment (make target) the matrix runs: its measurement protocol and sweep.
+    experiment: Experiment | None = None
+
+    def points(self) -> list[dict]:
+        """The sweep points every workload x framework x repeat runs at ([{}]: no sweep)."""
+        return self.experiment.points() if self.experiment is not None else [{}]
 
 
 @dataclass(frozen=True)
@@ -67,6 +75,7 @@ def parse_repeats(text: str) -> int:
 def build_matrix(
     framework_names: list[str], workload_names: list[str], device: str, profile: str,
     repeats: str | int, data_source: str, seed: int = 0, era: str = "current",
+    experiment: Experiment | None = None,
 ) -> Matrix:
     """Validate every input before anything runs; order-independent (names are sorted, deduplicated)."""
     if not framework_names:
@@ -83,7 +92,7 @@ def build_matrix(
     prepared.check_source(data_source)
     return Matrix(
         tuple(sorted(set(framework_names))), tuple(sorted(set(workload_names))), device, profile,
-        parse_repeats(repeats), data_source, seed, era,
+        parse_repeats(repeats), data_source, seed, era, experiment,
     )
 
 
@@ -123,16 +132,20 @@ def plan(matrix: Matrix, runner: Runner, campaign: str, campaign_dir: Path, data
         print(f"environment for {fw} ({runner.name} runner) ...", flush=True)
         environments[fw] = runner.prepare(fw)
     runs = []
+    measurement = matrix.experiment.measurement_for(matrix.profile) if matrix.experiment is not None else None
     for wl_name in matrix.workloads:
-        spec = specs.load(wl_name, matrix.profile)
-        for fw in matrix.frameworks:
-            for repeat in range(1, matrix.repeats + 1):
-                req = requests.resolve(
-                    framework=fw, era=matrix.era, workload=wl_name, profile=matrix.profile, spec=spec,
-                    dataset=data[spec["dataset"]], device=matrix.device, threads=threads,
-                    seed=matrix.seed + repeat - 1, repeat=repeat, campaign=campaign, runner=runner.name,
-                    environment=environments[fw])
-                runs.append(PlannedRun(req, f"{fw} {wl_name} {matrix.device} repeat {repeat}"))
+        workload_spec = specs.load(wl_name, matrix.profile)
+        for point in matrix.points():
+            spec = apply_point(workload_spec, point, measurement)
+            at = "".join(f" {axis} {value}" for axis, value in point.items())
+            for fw in matrix.frameworks:
+                for repeat in range(1, matrix.repeats + 1):
+                    req = requests.resolve(
+                        framework=fw, era=matrix.era, workload=wl_name, profile=matrix.profile, spec=spec,
+                        dataset=data[spec["dataset"]], device=matrix.device, threads=point.get("threads", threads),
+                        seed=matrix.seed + repeat - 1, repeat=repeat, campaign=campaign, runner=runner.name,
+                        environment=environments[fw], sweep=point)
+                    runs.append(PlannedRun(req, f"{fw} {wl_name} {matrix.device}{at} repeat {repeat}"))
     if not (campaign_dir / SETTINGS_FILE).exists():
         atomic.write_text(campaign_dir / SETTINGS_FILE, json.dumps(settings, sort_keys=True) + "\n")
     return runs

@@ -75,8 +75,9 @@ def raw_files_of(meta: dict) -> dict[str, dict[str, str]]:
 
 def resolve(*, framework: str, era: str, workload: str, profile: str, spec: dict, dataset: Dataset, device: str,
             threads: int | None, seed: int, repeat: int, campaign: str, runner: str, environment: Environment,
-            monitor: bool = True) -> dict:
-    """The run request of one run (validated, with its run_id)."""
+            monitor: bool = True, sweep: dict | None = None) -> dict:
+    """The run request of one run (validated, with its run_id); `sweep`: the study sweep's point it runs at
+    ({axis: value}; None or empty: no sweep)."""
     data = {
         "dataset": dataset.name, "source": dataset.source, "arrays_sha256": dataset.arrays_sha256,
         "path": str(dataset.folder),
@@ -89,4 +90,4 @@ def resolve(*, framework: str, era: str, workload: str, profile: str, spec: dict
         framework=framework, era=era, workload=workload, profile=profile, spec=spec, data=data, device=device,
         threads=threads, seed=seed, repeat=repeat, campaign=campaign, runner=runner, env_id=environment.env_id,
         image_digest=environment.image_digest, monitor=monitor, system=environment.system,
-        container=environment.container)
+        container=environment.container, sweep=sweep or None)

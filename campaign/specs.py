@@ -1,9 +1,9 @@
-"""Workload specs and campaign targets: data files under campaign/, read on the host only.
+"""Workload specs: data files under campaign/workloads, read on the host only.
 
 A workload spec (campaign/workloads/<name>.toml) is plain data; ``load`` resolves it against a
 profile, and the resolved dict travels to the entrypoint inside the run request (bench/request.py),
 so nothing inside an image reads TOML. Framework modules only translate it; nothing here knows a
-framework. campaign/targets.toml names the workloads and device of each campaign target.
+framework. Which workloads a campaign target runs is a study's experiment (campaign/study.py).
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from typing import Any
 from bench.errors import UsageError
 
 WORKLOAD_DIR = Path(__file__).parent / "workloads"
-TARGETS_FILE = Path(__file__).parent / "targets.toml"
 
 # Keys a profile may override, and where they live in the spec.
 PROFILE_KEYS = {
@@ -117,8 +116,3 @@ def departing_profiles(name: str) -> dict[str, str]:
             found[profile] = str(table[DEPARTURE_KEY])
     return found
 
-
-def load_targets() -> dict[str, dict]:
-    """The campaign targets (cpu-cnn, gpu-lstm, demo, ...) and their device and workloads."""
-    with open(TARGETS_FILE, "rb") as fh:
-        return tomllib.load(fh)

@@ -69,7 +69,8 @@ def make_run(campaign: Path, framework: str, workload: str, repeat: int, *,
              run_id: str | None = None, gpu: Sequence[float] | None = None,
              epoch_times: Sequence[float] | None = None, era: str = "current", python: str = "3.11.7",
              framework_version: str | None = None, other: Sequence[float] | None = None,
-             gpu_others: Sequence[int] | None = None, majority: float | None = None) -> Path:
+             gpu_others: Sequence[int] | None = None, majority: float | None = None,
+             sweep: dict[str, Any] | None = None) -> Path:
     """Write one complete run dir (run.json, metrics.jsonl, monitor.csv, log.txt) and return it.
 
     ``cached`` overrides run.json's monitor summary (default: the true window means), so a test
@@ -78,7 +79,8 @@ def make_run(campaign: Path, framework: str, workload: str, repeat: int, *,
     CPU sample; the host then lists a GPU and the environment a CUDA build); ``epoch_times`` the
     per-epoch times of metrics.jsonl (default: training_time split evenly over the epochs);
     ``other`` and ``gpu_others`` the contention samples (write_monitor); ``majority`` the test rows'
-    majority rate (dataset.test_majority_rate, a fraction; unrecorded by default, as in older runs).
+    majority rate (dataset.test_majority_rate, a fraction; unrecorded by default, as in older runs);
+    ``sweep`` the study sweep's point the run is at (its threads, when swept, become the run's).
     ``era`` is the run's config.era (a paper-era run's default id carries "-paper"), ``python`` the
     Python it ran on (host.python and environment.python), ``framework_version`` what
     environment.framework_version records (default "<framework>-1.0"); runner "system" records
@@ -116,10 +118,11 @@ def make_run(campaign: Path, framework: str, workload: str, repeat: int, *,
         framework=framework, era=era, workload=workload, profile=profile, spec=spec,
         data={"dataset": spec["dataset"], "source": data_source, "arrays_sha256": "ab" * 32,
               "path": "/data/prepared/" + spec["dataset"], "train_indices": None, "test_indices": None},
-        device=device, threads=2, seed=repeat - 1, repeat=repeat, campaign=Path(campaign).name, runner=runner,
+        device=device, threads=(sweep or {}).get("threads", 2),
+        seed=repeat - 1, repeat=repeat, campaign=Path(campaign).name, runner=runner,
         env_id=SYSTEM_SHA256 if runner == "system" else "cd" * 32,
         image_digest="sha256:" + "ef" * 32 if runner == "docker" else None,
-        system=system_environment(framework, python, gpu) if runner == "system" else None)
+        system=system_environment(framework, python, gpu) if runner == "system" else None, sweep=sweep)
     record = run_record(req, host={"hostname": "testhost", "cpu_model": "Fake CPU", "cpu_count": 2,
                                    "mem_total_mb": 4096, "os": "Linux", "python": python,
                                    "gpus": [{"name": "Fake GPU 16GB"}] if gpu else []})

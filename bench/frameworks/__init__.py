@@ -10,7 +10,8 @@ idiomatic model and training loop, building the layers bench/modelplan.py planne
 
 Era `current` holds today's releases (CPython 3.11); era `paper` the versions a study used
 (CPython 3.6). Modules whose name starts with '_' are helpers, not frameworks. The entrypoint
-owns the epoch loop, the clocks and the artifacts; a Trainer only computes. This package itself is
+owns the epoch loop (or the iterations protocol's step loop), the clocks and the artifacts; a
+Trainer only computes. This package itself is
 CPython 3.6-clean and imports no framework.
 """
 
@@ -29,6 +30,8 @@ class Trainer:
     """What the entrypoint needs from a framework: build once, then epochs and evaluations.
 
     Framework modules return objects with these methods (duck-typed; this class documents them).
+    step() is needed only by the iterations protocol (bench/iterations.py); a trainer without it
+    fails such a run with a message naming its framework and era.
     """
 
     def param_count(self) -> int:
@@ -41,6 +44,21 @@ class Trainer:
         Raise bench.frameworks.NonFiniteLoss as soon as the loss is NaN or infinite.
         """
         raise NotImplementedError
+
+    def step(self) -> float:
+        """One training mini-batch (forward, backward, optimizer update) in training mode; its loss.
+
+        The batches follow the training set in order from its first row, wrapping around at the
+        end (no shuffling; every batch has batch_size rows, fewer only when the set is smaller), and
+        each one runs through the same per-batch code as train_epoch. Returns the batch's mean loss
+        as a float (a host read); raise bench.frameworks.NonFiniteLoss when it is NaN or infinite.
+        """
+        raise NotImplementedError
+
+    def check_finite(self) -> None:
+        """Optional: raise NonFiniteLoss if the model diverged in a way step()'s loss does not show
+        (MXNet: oneDNN's ReLU maps NaN to 0). The iterations protocol calls it, when a trainer has
+        it, once after the measured steps, outside their clocks."""
 
     def evaluate(self) -> float:
         """Test-set accuracy in [0, 1], in inference mode (dropout off)."""

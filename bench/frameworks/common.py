@@ -101,6 +101,29 @@ def batches(n: int, batch_size: int) -> range:
     return range(0, n, batch_size)
 
 
+class StepRing:
+    """The rows of Trainer.step()'s batches: the training set in order, wrapping around at its end.
+
+    ``ring`` is 0..n-1 followed by the first ``size`` rows again, so every batch is the slice
+    ring[start:start + size] of one array (no per-step index building); size is batch_size, or n
+    when the set is smaller. ``take()`` returns the next batch's slice bounds and moves on.
+    """
+
+    def __init__(self, n: int, batch_size: int) -> None:
+        if n < 1:
+            raise SpecError("the training set is empty: no batch to step on")
+        self.n = n
+        self.size = min(batch_size, n)
+        self.ring = np.arange(n + self.size) % n
+        self.start = 0
+
+    def take(self) -> slice:
+        """The ring slice of the next batch."""
+        start = self.start
+        self.start = (start + self.size) % self.n
+        return slice(start, start + self.size)
+
+
 def check_post_padded(x: np.ndarray, lengths: np.ndarray) -> None:
     """Raise SpecError unless each row is `len` non-zero ids followed by zeros (bench/prepared.py).
 

@@ -116,3 +116,30 @@ def test_not_learnt_lists_ok_runs_within_the_margin_of_their_majority_accuracy(t
         "pytorch-lstm-ptb-cpu-r1": 4.94, "pytorch-lstm-ptb-cpu-r2": 4.94, "keras-lstm-ptb-cpu-r1": 4.94,
         "mxnet-lstm-ptb-cpu-r1": 4.94}
     assert sorted(not_learnt(runs).run_id) == ["pytorch-lstm-ptb-cpu-r1", "pytorch-lstm-ptb-cpu-r2"]
+
+
+def test_each_sweep_point_is_a_cell_of_its_own(tmp_path: Path) -> None:
+    from analysis import load
+    from analysis.sections.columns import cell_columns
+
+    campaign = tmp_path / "results" / "sweep"
+    for threads, seconds in ((1, 40.0), (2, 24.0)):
+        for repeat in (1, 2):
+            make_run(campaign, "pytorch", "cnn-mnist", repeat, training_time=seconds + repeat,
+                     sweep={"threads": threads}, run_id=f"t{threads}-r{repeat}")
+    runs = load(campaign)
+    assert sorted(zip(runs.sweep, runs.threads, strict=True)) == [("threads=1", 1)] * 2 + [("threads=2", 2)] * 2
+    table = summary_table(runs)
+    assert table.set_index("sweep").training_time_s_mean.to_dict() == {"threads=1": 41.5, "threads=2": 25.5}
+    assert "sweep" in cell_columns(summarize(runs, table))
+
+
+def test_iteration_protocol_runs_give_their_per_mini_batch_figures() -> None:
+    from analysis.runs import iteration_columns
+
+    timing = {"protocol": "iterations", "warmup_iterations": 4, "measured_iterations": 20,
+              "iteration_time_s": {"mean": 1.25, "median": 1.2, "std": 0.1, "min": 1.1, "max": 1.6, "p5": 1.1,
+                                   "p95": 1.5}}
+    assert iteration_columns(timing) == {"iteration_time_mean_s": 1.25, "iteration_time_median_s": 1.2,
+                                         "measured_iterations": 20}
+    assert set(iteration_columns({"training_time_s": 9.0}).values()) == {None}  # the epoch protocol

@@ -1,6 +1,8 @@
 """Bad input through the Makefile: one line naming the problem and the fix, non-zero exit."""
 
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -51,13 +53,39 @@ def test_bad_input_is_one_clear_line(args, text, tmp_path):
     assert not (REPO / "results" / "clitest").exists()
 
 
-def test_gpu_target_without_gpu_names_the_cpu_variant():
+def no_gpu_here() -> None:
     from bench.gpu import probe
 
     if probe().available:
         pytest.skip("this machine has an NVIDIA GPU")
-    proc = make("gpu-lstm")
+
+
+@pytest.mark.parametrize("target, cpu", [("gpu-lstm", "cpu-lstm"), ("shi-gpu", "shi-cpu")])
+def test_gpu_target_without_gpu_names_the_cpu_variant(target, cpu):
+    no_gpu_here()
+    start = time.monotonic()
+    proc = make(target)
+    assert time.monotonic() - start < 30  # stops before the host environment, data or runs
     assert proc.returncode != 0
     [line] = error_lines(proc)
-    assert "gpu-lstm needs an NVIDIA GPU, but none is available" in line
-    assert line.endswith("run the CPU variant instead: make cpu-lstm")
+    assert f"{target} needs an NVIDIA GPU, but none is available" in line
+    assert line.endswith(f"run the CPU variant instead: make {cpu}")
+
+
+@pytest.mark.parametrize("target, cpu", [("shi-gpu", "shi-cpu"), ("gpu-cnn", "cpu-cnn"), ("gpu-lstm", "cpu-lstm")])
+def test_check_gpu_names_the_study_cpu_experiment_sharing_the_workloads(target, cpu):
+    # gpu-cnn's workloads are cpu-cnn's and SVHN: the CPU experiment sharing the most is offered.
+    no_gpu_here()
+    proc = subprocess.run([sys.executable, "-m", "campaign", "check-gpu", target], cwd=REPO, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 2
+    assert error_lines(proc) == [line for line in proc.stderr.splitlines() if line.strip()]
+    [line] = error_lines(proc)
+    assert line.startswith(f"error: {target} needs an NVIDIA GPU") and line.endswith(f"make {cpu}")
+
+
+@pytest.mark.parametrize("target", ["cpu-cnn", "shi-cpu"])
+def test_check_gpu_passes_a_cpu_experiment_at_once(target):
+    proc = subprocess.run([sys.executable, "-m", "campaign", "check-gpu", target], cwd=REPO, capture_output=True,
+                          text=True, timeout=60)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")

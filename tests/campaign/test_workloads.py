@@ -21,10 +21,10 @@ import pytest
 
 from analysis.summary import LEARNT_MARGIN_PP
 from bench import prepared, schema
-from campaign import specs
+from campaign import specs, study
 
 REPO = Path(__file__).resolve().parents[2]
-DEPARTING = tuple(w for w in specs.load_targets()["cpu-lstm"]["workloads"] if "quick" in specs.departing_profiles(w))
+DEPARTING = tuple(w for w in study.experiment("cpu-lstm").workloads if "quick" in specs.departing_profiles(w))
 
 pytestmark = pytest.mark.slow
 

@@ -40,6 +40,7 @@ the CPU) has no build for Python 3.11, so the CPU path is plain NumPy.
 
 from __future__ import annotations
 
+import math
 import os
 import platform
 from typing import Any
@@ -354,6 +355,9 @@ class ChainerTrainer:
         self.train = self._arrays(data.train)
         self.test = self._arrays(data.test)
         self.epoch = 0
+        self.steps = 0  # Trainer.step() calls so far
+        self._ring: common.StepRing | None = None  # step()'s batch order, made on its first call
+        self._ring_dev: Any = None  # its rows on the device
 
     # -- setup ---------------------------------------------------------------------------------
     @staticmethod
@@ -453,6 +457,35 @@ class ChainerTrainer:
         """A batch of a split: rows host_idx of its lengths (host), device_idx of its arrays (device)."""
         return {role: arr[host_idx if role in _HOST_ROLES else device_idx] for role, arr in split.items()}
 
+    def _forward(self, batch: dict[str, Any]) -> tuple[Any, chainer.Variable, chainer.Variable]:
+        """(targets, logits, mean loss) of a training batch; call it in train mode."""
+        t = self._targets(batch)
+        logits = self._logits(batch)
+        return t, logits, self._loss(logits, t)
+
+    def _update(self, loss: chainer.Variable) -> None:
+        """Backward from a batch's loss and one optimizer update."""
+        self.model.cleargrads()
+        loss.backward()
+        self.optimizer.update()
+
+    def step(self) -> float:
+        """One update on the next batch of the training set in order (wrapping around); its mean loss,
+        checked before the update as train_epoch checks it."""
+        if self._ring is None:
+            self._ring = common.StepRing(len(self.train["y"]), self.batch_size)
+            self._ring_dev = self.device.send(self._ring.ring)
+        rows = self._ring.take()
+        batch = self._rows(self.train, self._ring.ring[rows], self._ring_dev[rows])
+        self.steps += 1
+        with chainer.using_config("train", True), chainer.using_config("type_check", False):
+            _, _, loss = self._forward(batch)
+            value = float(loss.array)
+            if not math.isfinite(value):
+                raise NonFiniteLoss(f"loss became {value} at step {self.steps} (Trainer.step)")
+            self._update(loss)
+        return value
+
     def train_epoch(self) -> tuple[float, float | None]:
         """One pass in training mode; (mean loss, training accuracy), per example or per counted token."""
         self.epoch += 1
@@ -467,16 +500,12 @@ class ChainerTrainer:
             for b, start in enumerate(starts):
                 stop = start + self.batch_size
                 batch = self._rows(self.train, order[start:stop], order_dev[start:stop])
-                t = self._targets(batch)
-                logits = self._logits(batch)
-                loss = self._loss(logits, t)
+                t, logits, loss = self._forward(batch)
                 pending.append(loss.array)
                 if len(pending) == check_every or b == len(starts) - 1:
                     self._check_finite(pending, b + 1 - len(pending))
                     pending = []
-                self.model.cleargrads()
-                loss.backward()
-                self.optimizer.update()
+                self._update(loss)
                 weighted.append(loss.array * len(t))
                 correct.append(self._correct(logits.array, t))
                 counts.append(len(t))

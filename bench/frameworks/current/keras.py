@@ -196,6 +196,8 @@ class KerasTrainer:
             **metrics,
         )
         self.epoch = 0
+        self.steps = 0  # Trainer.step() calls so far
+        self._ring: common.StepRing | None = None  # step()'s batch order, made on its first call
 
     def _loss_and_metrics(self) -> tuple[keras.losses.Loss, dict[str, list]]:
         """The compiled loss and the compile() metrics argument for the spec's kind of labels."""
@@ -238,6 +240,25 @@ class KerasTrainer:
     def param_count(self) -> int:
         """Trainable parameters (keras.layers.LSTM has one bias vector per gate set)."""
         return int(sum(int(np.prod(w.shape)) for w in self.model.trainable_weights))
+
+    def _rows(self, x: Any, idx: np.ndarray) -> Any:
+        """Rows idx of model inputs: an array, or each array of an encoder-decoder's dict."""
+        return {role: arr[idx] for role, arr in x.items()} if isinstance(x, dict) else x[idx]
+
+    def step(self) -> float:
+        """One train_on_batch() (fit()'s compiled train function, on one batch) on the next batch of the
+        training set in order, wrapping around; the batch's loss (token loss for sequences, as train_epoch)."""
+        if self._ring is None:
+            self._ring = common.StepRing(len(self.y_train), self.batch_size)
+        idx = self._ring.ring[self._ring.take()]
+        weights = None if self.w_train is None else self.w_train[idx]
+        logs = self.model.train_on_batch(self._rows(self.x_train, idx), self.y_train[idx], sample_weight=weights,
+                                         return_dict=True)
+        self.steps += 1
+        value = float(logs["token_loss" if self.kind == "sequence" else "loss"])
+        if not math.isfinite(value):
+            raise NonFiniteLoss(f"loss became {value} at step {self.steps} (Trainer.step)")
+        return value
 
     def train_epoch(self) -> tuple[float, float | None]:
         """One fit() epoch; (mean loss per example or per counted token, training accuracy over the epoch)."""

@@ -29,6 +29,7 @@ calls MXSetNumOMPThreads as well, which holds even if MXNet was imported earlier
 from __future__ import annotations
 
 import ctypes
+import math
 import os
 import platform
 import re
@@ -391,6 +392,9 @@ class MXNetTrainer:
         self.test = self._split(data.test)
         self.model = InferenceModel(self)
         self.epoch = 0
+        self.steps = 0  # Trainer.step() calls so far
+        self._ring: common.StepRing | None = None  # step()'s batch order, made on its first call
+        self._ring_nd: nd.NDArray | None = None  # its rows on the context
 
     # -- setup ---------------------------------------------------------------------------------
     def _make_trainer(self, opt: dict) -> gluon.Trainer:
@@ -493,6 +497,41 @@ class MXNetTrainer:
                 f"(the loss stayed finite, last {values[-1]}: oneDNN's ReLU maps NaN to 0)"
             )
 
+    def _train_batch(self, batch: dict[str, nd.NDArray], count: int) -> tuple[nd.NDArray, nd.NDArray]:
+        """One update on a batch of `count` loss terms; (logits, the loss terms), on the context."""
+        with autograd.record():  # train_mode: dropout on
+            logits = self._logits(batch)
+            loss = self._losses(logits, batch)
+        loss.backward()
+        self._decay()
+        self.trainer.step(count)  # gradients are sums of loss terms: rescale by 1/count = the mean
+        return logits, loss
+
+    def step(self) -> float:
+        """One update on the next batch of the training set in order (wrapping around); its mean loss.
+
+        Only the loss is checked: train_epoch's parameter check (oneDNN's ReLU) reads every weight,
+        which would be timed with the step; check_finite() does it once the timed steps are over.
+        """
+        if self._ring is None:
+            self._ring = common.StepRing(len(self.train.counts), self.batch_size)
+            self._ring_nd = nd.array(self._ring.ring, ctx=self.ctx, dtype="int32")
+        rows = self._ring.take()
+        count = int(self.train.counts[self._ring.ring[rows]].sum())  # examples, or counted tokens
+        _, loss = self._train_batch(self.train.rows(self._ring_nd[rows]), count)
+        self.steps += 1
+        value = float(loss.sum().asscalar()) / count
+        if not math.isfinite(value):
+            raise NonFiniteLoss(f"loss became {value} at step {self.steps} (Trainer.step)")
+        return value
+
+    def check_finite(self) -> None:
+        """Raise NonFiniteLoss if a parameter is NaN or infinite (after step()s; untimed)."""
+        weights = [p.data(self.ctx) for p in self.params]
+        if not nd.multi_all_finite(*weights, num_arrays=len(weights)).asscalar():
+            raise NonFiniteLoss(f"parameters became nan/inf by step {self.steps} (Trainer.step; the loss "
+                                "stayed finite: oneDNN's ReLU maps NaN to 0)")
+
     def train_epoch(self) -> tuple[float, float | None]:
         """One pass in training mode; (mean loss, training accuracy), per example or per counted token."""
         self.epoch += 1
@@ -508,12 +547,7 @@ class MXNetTrainer:
             stop = start + self.batch_size
             batch = self.train.rows(order_nd[start:stop])
             count = int(self.train.counts[order[start:stop]].sum())  # examples, or counted tokens
-            with autograd.record():  # train_mode: dropout on
-                logits = self._logits(batch)
-                loss = self._losses(logits, batch)
-            loss.backward()
-            self._decay()
-            self.trainer.step(count)  # gradients are sums of loss terms: rescale by 1/count = the mean
+            logits, loss = self._train_batch(batch, count)
             step_loss = loss.sum()
             pending.append(step_loss.reshape((1,)))
             total += step_loss

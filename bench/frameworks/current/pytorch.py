@@ -9,6 +9,7 @@ sequences so padding costs nothing and the last *real* hidden state is used.
 
 from __future__ import annotations
 
+import math
 import platform
 from typing import Any
 
@@ -231,6 +232,9 @@ class TorchTrainer:
         self.train_split = self._to_tensors(data.train)
         self.test_split = self._to_tensors(data.test)
         self.epoch = 0
+        self.steps = 0  # Trainer.step() calls so far
+        self._ring: common.StepRing | None = None  # step()'s batch order, made on its first call
+        self._ring_rows: tuple[torch.Tensor, torch.Tensor] | None = None  # its rows on the device and the CPU
 
     # -- setup ---------------------------------------------------------------------------------
     def _make_optimizer(self, opt: dict) -> torch.optim.Optimizer:
@@ -309,6 +313,32 @@ class TorchTrainer:
     def _rows(split: dict[str, torch.Tensor], idx: torch.Tensor, idx_cpu: torch.Tensor) -> dict[str, torch.Tensor]:
         return {k: v[idx_cpu] if k == "len" else v[idx] for k, v in split.items()}
 
+    def _train_batch(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        """One optimizer update on a batch (the model in training mode); (logits, mean loss) on the device."""
+        logits = self._logits(batch)
+        loss = self._loss(logits, batch["y"])
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        self._decay()
+        self.optimizer.step()
+        return logits, loss
+
+    def step(self) -> float:
+        """One update on the next batch of the training set in order (wrapping around); its mean loss."""
+        if self._ring is None:
+            self._ring = common.StepRing(len(self.train_split["y"]), self.batch_size)
+            ring = torch.from_numpy(self._ring.ring)
+            self._ring_rows = (ring.to(self.device), ring)
+        if not self.model.training:
+            self.model.train()
+        rows = self._ring.take()
+        _, loss = self._train_batch(self._rows(self.train_split, self._ring_rows[0][rows], self._ring_rows[1][rows]))
+        self.steps += 1
+        value = loss.item()
+        if not math.isfinite(value):
+            raise NonFiniteLoss(f"loss became {value} at step {self.steps} (Trainer.step)")
+        return value
+
     def train_epoch(self) -> tuple[float, float | None]:
         """One pass in training mode; (mean loss per example or token, training accuracy over the epoch)."""
         self.epoch += 1
@@ -327,12 +357,7 @@ class TorchTrainer:
         for b, start in enumerate(starts):
             stop = start + self.batch_size
             batch = self._rows(split, order_dev[start:stop], order[start:stop])
-            logits = self._logits(batch)
-            loss = self._loss(logits, batch["y"])
-            self.optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            self._decay()
-            self.optimizer.step()
+            logits, loss = self._train_batch(batch)
             count = self._counted(batch["y"])
             weighted[b] = loss.detach() * count
             counted += count

@@ -34,6 +34,7 @@ matmul over (N*T, units); the loss is the sum of per-token cross-entropy over th
 
 from __future__ import annotations
 
+import math
 import os
 import platform
 from typing import Any
@@ -402,6 +403,8 @@ class TFTrainer:
         self.train_ds = self._dataset(self.train, shuffle=self.shuffle)
         self.test_ds = self._dataset(self.test, shuffle=False)
         self.epoch = 0
+        self.steps = 0  # Trainer.step() calls so far
+        self._step_batches: Any = None  # step()'s batches (an endless in-order dataset), made on its first call
 
     # -- setup ---------------------------------------------------------------------------------
     def _tensors(self, split: dict) -> dict[str, tf.Tensor]:
@@ -426,8 +429,12 @@ class TFTrainer:
             return {**batch, "x": tf.cast(batch["x"], tf.float32) / 255.0}
         return batch
 
-    def _dataset(self, tensors: dict[str, tf.Tensor], shuffle: bool) -> tf.data.Dataset:
-        """Row indices (shuffled each epoch with a seeded order), batched, gathered, prefetched."""
+    def _dataset(self, tensors: dict[str, tf.Tensor], shuffle: bool, ring: bool = False) -> tf.data.Dataset:
+        """Row indices (shuffled each epoch with a seeded order), batched, gathered, prefetched.
+
+        ring: Trainer.step()'s endless batches instead, the rows in order wrapping around at the end
+        (every batch full: batch_size rows, or the whole set when it is smaller; common.StepRing's order).
+        """
 
         def take(idx: tf.Tensor) -> dict[str, tf.Tensor]:
             return self._prepare({role: tf.gather(t, idx) for role, t in tensors.items()})
@@ -436,7 +443,10 @@ class TFTrainer:
         ds = tf.data.Dataset.range(n)
         if shuffle:
             ds = ds.shuffle(n, seed=self.seed, reshuffle_each_iteration=True)
-        ds = ds.batch(self.batch_size).map(take, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        batch_size = self.batch_size
+        if ring:
+            ds, batch_size = ds.repeat(), min(self.batch_size, n)
+        ds = ds.batch(batch_size).map(take, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
         ds = ds.prefetch(tf.data.AUTOTUNE)
         options = tf.data.Options()
         options.deterministic = True
@@ -490,6 +500,18 @@ class TFTrainer:
     def param_count(self) -> int:
         """Trainable parameters (keras.layers.LSTM's weights: one bias vector per gate set)."""
         return int(sum(int(np.prod(v.shape)) for v in self.variables))
+
+    def step(self) -> float:
+        """One update (the compiled train_step of train_epoch) on the next batch of the training set in
+        order, wrapping around; its mean loss per example or counted token."""
+        if self._step_batches is None:
+            self._step_batches = iter(self._dataset(self.train, shuffle=False, ring=True))
+        loss_sum, count, _ = self.train_step(next(self._step_batches))
+        self.steps += 1
+        value = float(loss_sum) / float(count)
+        if not math.isfinite(value):
+            raise NonFiniteLoss(f"loss became {value} at step {self.steps} (Trainer.step)")
+        return value
 
     def train_epoch(self) -> tuple[float, float | None]:
         """One pass in training mode; (mean loss, training accuracy) per example or counted token."""

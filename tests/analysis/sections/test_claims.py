@@ -10,7 +10,7 @@ from analysis.claims import NOT_IN_CAMPAIGN, NOT_RUNNABLE, Claim, ResultsTable, 
 from analysis.document import render_html, render_markdown
 from analysis.sections.claims import claim_tests_section, claims_section
 from analysis.studies import CLAIMS
-from campaign.specs import load_targets
+from campaign.study import experiments
 from tests.analysis.reading import report_context
 from tests.runfactory import make_run
 
@@ -20,7 +20,7 @@ def _claim(decided_by: tuple[str, ...]) -> Claim:
 
 
 def test_every_claim_names_make_targets_that_exist_or_is_not_runnable_yet() -> None:
-    targets = load_targets()
+    targets = experiments()
     for claim in CLAIMS:
         assert set(claim.decided_by) <= set(targets), (claim.id, claim.decided_by)
         assert "demo" not in claim.decided_by  # the demo's synthetic data decides nothing about a paper

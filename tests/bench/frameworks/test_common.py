@@ -48,3 +48,12 @@ def test_majority_rate_is_the_top_label_share_of_the_counted_labels():
     assert common.majority_rate(y, np.array([3, 3])) == 4 / 6
     with pytest.raises(SpecError, match="no labels count"):
         common.majority_rate(y, np.array([0, 0]))
+
+
+def test_step_ring_walks_the_training_set_in_order_and_wraps_around():
+    ring = common.StepRing(5, 2)
+    assert [ring.ring[ring.take()].tolist() for _ in range(4)] == [[0, 1], [2, 3], [4, 0], [1, 2]]
+    small = common.StepRing(3, 8)  # a set smaller than a batch: every batch is the whole set
+    assert [small.ring[small.take()].tolist() for _ in range(2)] == [[0, 1, 2], [0, 1, 2]]
+    with pytest.raises(SpecError, match="the training set is empty"):
+        common.StepRing(0, 4)

@@ -1,0 +1,77 @@
+"""The iterations protocol: time single training mini-batches, after a warm-up (bench/measurement.py).
+
+The entrypoint calls `run` instead of its epoch loop when the spec's measurement protocol is
+"iterations". The runner owns the clock: every step is timed alone with time.perf_counter() around
+``trainer.step(); trainer.synchronize()``, so the device has finished the step before each clock
+read. Every step, warm-up included and marked, goes to iterations.csv (bench/schema.py); run.json's
+timing gets the statistics of the measured steps only (schema.summarize_iterations). After the
+measured steps the test set is evaluated once, as the epoch protocol does after its last epoch.
+CPython 3.6-clean: paper-era images run it.
+"""
+
+import math
+import time
+from pathlib import Path
+
+from bench import schema
+from bench.errors import UsageError
+from bench.frameworks import NonFiniteLoss
+
+# A progress line every this many steps (and at the end of the warm-up and of the run).
+PRINT_EVERY = 100
+
+
+def require_step(trainer, framework: str, era: str) -> None:
+    """Raise a UsageError unless the trainer has step(), which this protocol needs."""
+    if not callable(getattr(trainer, "step", None)):
+        raise UsageError(f"the {era}-era {framework} trainer has no step(), which the iterations protocol needs",
+                         "run it with the epoch protocol (measurement protocol 'epochs') or another framework")
+
+
+def run(trainer, warmup: int, iterations: int, out: Path, record: dict, framework: str, era: str) -> None:
+    """Run `warmup` then `iterations` timed training steps of `trainer` and one test pass; write
+    iterations.csv into `out` (also when a step fails, with the steps done) and fill record's timing
+    and results (test_accuracy, final_loss = the last step's loss; epochs_completed stays 0)."""
+    require_step(trainer, framework, era)
+    timing, results = record["timing"], record["results"]
+    timing.update(protocol="iterations", warmup_iterations=warmup, measured_iterations=iterations,
+                  warmup_time_s=None, iteration_time_s=None, definition=schema.ITERATION_TIMING_DEFINITION)
+    total = warmup + iterations
+    rows = []
+    since, block = 0.0, 0  # seconds and steps since the last progress line
+    try:
+        trainer.synchronize()  # setup's queued device work is not the first step's
+        if warmup == 0:
+            timing["train_start_unix"] = time.time()
+        for i in range(1, total + 1):
+            phase = "warmup" if i <= warmup else "measured"
+            t0 = time.perf_counter()
+            loss = trainer.step()
+            trainer.synchronize()
+            t1 = time.perf_counter()
+            loss = float(loss)
+            if not math.isfinite(loss):
+                raise NonFiniteLoss(f"loss is {loss} at iteration {i} ({phase})")
+            rows.append({"iteration": i, "phase": phase, "time_s": t1 - t0, "loss": loss})
+            if i == warmup:
+                timing["train_start_unix"] = time.time()
+            since, block = since + t1 - t0, block + 1
+            if i % PRINT_EVERY == 0 or i == warmup or i == total:
+                print(f"iteration {i}/{total} ({phase}): {since / block:.4g} s/it, loss {loss:.4f}", flush=True)
+                since, block = 0.0, 0
+        timing["train_end_unix"] = time.time()
+        check = getattr(trainer, "check_finite", None)
+        if callable(check):  # divergence the step losses cannot show (bench.frameworks.Trainer)
+            check()
+    finally:
+        schema.write_iterations(out, rows)
+    timing.update(schema.summarize_iterations(rows))
+    results["final_loss"] = rows[-1]["loss"]
+    t0 = time.perf_counter()
+    results["test_accuracy"] = float(trainer.evaluate())
+    trainer.synchronize()
+    timing["eval_time_s"] = time.perf_counter() - t0
+    stats = timing["iteration_time_s"]
+    print(f"measured {iterations} iterations after {warmup} warm-up: mean {stats['mean']:.4g} s/it, median "
+          f"{stats['median']:.4g}, p5-p95 {stats['p5']:.4g}-{stats['p95']:.4g}; test_accuracy "
+          f"{results['test_accuracy']:.4f} (+{timing['eval_time_s']:.2f}s eval)", flush=True)

@@ -1,0 +1,208 @@
+"""Studies as data: campaign/studies/<name>.toml declares a study's experiments, each a make target.
+
+A study file holds a [study] table (title; `claims`: the study name its claims carry in
+analysis/studies; `reference`: its published tables in analysis/reference) and one
+[experiments.<target>] table per experiment:
+
+    device = "cpu" | "gpu"
+    workloads = [...]                      # workload specs, campaign/workloads/<name>.toml
+    measurement = { protocol = "iterations", warmup = 100, iterations = 1000 }   # optional
+    sweep = { threads = "doubling" | [1, 2, 4], batch_size = [50, 500] }       # optional
+    [experiments.<target>.profiles.quick]                                      # optional, per profile:
+    measurement = { iterations = 20 }                                          # replaces those keys
+
+With no `measurement`, runs follow the epoch protocol of their workload spec; a measurement table goes
+into each run's resolved spec (bench.measurement.check validates it). A sweep runs every
+workload x framework x repeat once per point of the axes' product; each point enters the run request
+(request["sweep"]) and so its run id, and the report groups by it. `threads = "doubling"` is 1, 2, 4, ...
+up to and past the machine's physical cores (doubling_threads). Experiment names are unique across
+studies: they are the Makefile's campaign targets.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import tomllib
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from bench import measurement as measure
+from bench.errors import UsageError
+from campaign import specs
+
+STUDIES_DIR = Path(__file__).parent / "studies"
+DEVICES = ("cpu", "gpu")
+DOUBLING = "doubling"
+# Sweep axes and where a point's value goes: the run's thread count, or a key of the resolved spec.
+SWEEP_AXES: dict[str, tuple[str, ...]] = {
+    "threads": (),
+    "batch_size": ("training", "batch_size"),
+}
+_STUDY_KEYS = {"title", "claims", "reference"}
+_EXPERIMENT_KEYS = {"device", "workloads", "measurement", "sweep", "profiles"}
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """One experiment of a study: the runs one make target plans."""
+
+    name: str
+    study: str
+    device: str
+    workloads: tuple[str, ...]
+    measurement: dict[str, Any] | None = None
+    sweep: dict[str, Any] = field(default_factory=dict)
+    # {profile: measurement keys that replace the experiment's for runs of that profile (quick: fewer steps)}
+    profile_measurement: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def measurement_for(self, profile: str) -> dict[str, Any] | None:
+        """The measurement table of this experiment's runs of `profile` (None: the epoch protocol)."""
+        if self.measurement is None:
+            return None
+        return {**self.measurement, **self.profile_measurement.get(profile, {})}
+
+    def points(self, physical_cores: int | None = None) -> list[dict[str, Any]]:
+        """The sweep's points, each {axis: value} (one empty point without a sweep); threads 'doubling'
+        resolved for this machine's physical cores."""
+        axes = {axis: doubling_threads(physical_cores) if values == DOUBLING else list(values)
+                for axis, values in sorted(self.sweep.items())}
+        return [dict(zip(axes, combo, strict=True)) for combo in itertools.product(*axes.values())]
+
+
+@dataclass(frozen=True)
+class Study:
+    """A study file: its title, the study name of its claims, its reference tables and experiments."""
+
+    name: str
+    title: str
+    claims: str
+    reference: tuple[str, ...]
+    experiments: dict[str, Experiment]
+
+
+def known_studies() -> list[str]:
+    """Every study with a file in campaign/studies."""
+    return sorted(p.stem for p in STUDIES_DIR.glob("*.toml"))
+
+
+@cache
+def load_study(name: str) -> Study:
+    """Read and check campaign/studies/<name>.toml (a UsageError naming the file and the fix)."""
+    path = STUDIES_DIR / f"{name}.toml"
+    if not path.exists():
+        raise UsageError(f"unknown study '{name}'", f"choose from: {', '.join(known_studies())}")
+    with open(path, "rb") as fh:
+        raw = tomllib.load(fh)
+    where = f"campaign/studies/{name}.toml"
+    head = raw.get("study") or {}
+    _no_unknown(head, _STUDY_KEYS, f"[study] of {where}")
+    for key in ("title", "claims"):
+        if not isinstance(head.get(key), str) or not head[key]:
+            raise UsageError(f"{where} has no [study] {key}", f"write {key} = \"...\" under [study]")
+    experiments = {target: _experiment(target, name, table, f"[experiments.{target}] of {where}")
+                   for target, table in (raw.get("experiments") or {}).items()}
+    if not experiments:
+        raise UsageError(f"{where} declares no experiment", "add an [experiments.<target>] table")
+    return Study(name, head["title"], head["claims"], tuple(head.get("reference", ())), experiments)
+
+
+def _no_unknown(table: dict, allowed: set[str], where: str) -> None:
+    unknown = sorted(set(table) - allowed)
+    if unknown:
+        raise UsageError(f"{where} sets unknown key '{unknown[0]}'", f"use only {', '.join(sorted(allowed))}")
+
+
+def _experiment(target: str, study: str, table: dict, where: str) -> Experiment:
+    """One experiment table, checked: device, known workloads, a measurement table, sweep axes."""
+    _no_unknown(table, _EXPERIMENT_KEYS, where)
+    if table.get("device") not in DEVICES:
+        raise UsageError(f"{where} has device {table.get('device')!r}", f"set device = \"cpu\" or \"gpu\" in {where}")
+    workloads = table.get("workloads") or []
+    unknown = sorted(set(workloads) - set(specs.known_workloads()))
+    if not workloads or unknown:
+        raise UsageError(f"{where} names {'unknown workload ' + repr(unknown[0]) if unknown else 'no workload'}",
+                         f"choose from: {', '.join(specs.known_workloads())}")
+    measurement = table.get("measurement")
+    if measurement is not None:
+        measure.check(measurement, where)
+    by_profile = {}
+    for profile, override in (table.get("profiles") or {}).items():
+        here = f"[experiments.{target}.profiles.{profile}] of campaign/studies/{study}.toml"
+        _no_unknown(override, {"measurement"}, here)
+        if measurement is None:
+            raise UsageError(f"{here} sets a measurement but the experiment has none",
+                             f"give [experiments.{target}] a measurement table first")
+        by_profile[profile] = dict(override.get("measurement") or {})
+        measure.check({**measurement, **by_profile[profile]}, here)
+    sweep = table.get("sweep") or {}
+    for axis, values in sweep.items():
+        if axis not in SWEEP_AXES:
+            raise UsageError(f"{where} sweeps unknown axis '{axis}'", f"sweep only {', '.join(SWEEP_AXES)}")
+        good = values == DOUBLING if axis == "threads" and isinstance(values, str) else (
+            isinstance(values, list) and values and all(type(v) is int and v > 0 for v in values))
+        if not good:
+            also = ' or "doubling"' if axis == "threads" else ""
+            raise UsageError(f"{where} sweeps {axis} over {values!r}", f"give a list of positive whole numbers{also}")
+    return Experiment(target, study, table["device"], tuple(workloads), measurement, dict(sweep), by_profile)
+
+
+def experiments() -> dict[str, Experiment]:
+    """Every study's experiments by make target (a UsageError when two studies use one name)."""
+    found: dict[str, Experiment] = {}
+    for name in known_studies():
+        for target, experiment in load_study(name).experiments.items():
+            if target in found:
+                raise UsageError(f"experiment '{target}' is declared by studies {found[target].study} and {name}",
+                                 f"rename one in campaign/studies/{name}.toml")
+            found[target] = experiment
+    return found
+
+
+def experiment(target: str) -> Experiment:
+    """The experiment a make target runs (a UsageError naming the choices)."""
+    found = experiments()
+    if target not in found:
+        raise UsageError(f"unknown campaign target '{target}'", f"choose from: {', '.join(sorted(found))}")
+    return found[target]
+
+
+def doubling_threads(physical_cores: int | None = None) -> list[int]:
+    """1, 2, 4, ... up to the first power of two past the physical cores (Shi et al.: up to and past them)."""
+    cores = physical_cores or physical_core_count()
+    counts = [1]
+    while counts[-1] <= cores:
+        counts.append(counts[-1] * 2)
+    return counts
+
+
+def physical_core_count() -> int:
+    """Physical cores of this machine (distinct core id per package in /proc/cpuinfo; else the logical count)."""
+    cores, package = set(), "0"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "physical id":
+                package = value.strip()
+            elif key.strip() == "core id":
+                cores.add((package, value.strip()))
+    except OSError:
+        pass
+    return len(cores) or os.cpu_count() or 1
+
+
+def apply_point(spec: dict[str, Any], point: dict[str, Any], measurement: dict[str, Any] | None) -> dict[str, Any]:
+    """A workload's resolved spec with an experiment's measurement table and a sweep point's spec values
+    (threads is the run's, not the spec's: campaign.plan sets it)."""
+    out = {**spec, "training": dict(spec["training"])}
+    # The epoch protocol is every spec's default: written out, it would only change the run ids.
+    if measurement is not None and measurement.get("protocol") != measure.EPOCHS:
+        out["measurement"] = dict(measurement)
+    for axis, value in point.items():
+        if SWEEP_AXES[axis]:
+            section, key = SWEEP_AXES[axis]
+            out[section] = {**out.get(section, {}), key: value}
+    return out
+

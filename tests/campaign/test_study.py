@@ -1,0 +1,147 @@
+"""Studies as data (campaign/study.py): the study files, their experiments as make targets, sweeps and the
+measurement protocol planned into run requests, and bad study files refused in one line."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from analysis.studies import CLAIMS
+from bench.errors import UsageError
+from campaign import plan, study
+from tests.campaign.scriptrunner import ScriptRunner, prepared_mnist
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_dlbench_is_a_study_whose_experiments_are_the_make_targets():
+    dlbench = study.load_study("dlbench")
+    assert dlbench.claims == "DLBench"
+    assert list(dlbench.experiments) == ["cpu-cnn", "gpu-cnn", "cpu-lstm", "gpu-lstm", "demo"]
+    demo = dlbench.experiments["demo"]
+    assert (demo.device, demo.workloads, demo.measurement, demo.points()) == ("cpu", ("cnn-mnist", "lstm-imdb"),
+                                                                             None, [{}])
+    for name in dlbench.reference:
+        assert (REPO / "analysis" / "reference" / name).is_file(), name
+    # Every experiment of every study is a make target: the campaign targets, or demo.
+    makefile = (REPO / "Makefile").read_text()
+    listed = set(re.search(r"^CAMPAIGN_TARGETS := (.*)$", makefile, re.M).group(1).split())
+    assert set(study.experiments()) <= listed | {"demo"}
+    gpu = set(re.search(r"^GPU_TARGETS := (.*)$", makefile, re.M).group(1).split())
+    assert gpu == {name for name, e in study.experiments().items() if e.device == "gpu"}
+
+
+def test_each_study_file_names_a_study_with_claims():
+    # A claim may be decided by another study's experiment (Shi-3 on DLBench's cpu-cnn runs); each study
+    # file names the study its own claims carry.
+    assert {study.load_study(name).claims for name in study.known_studies()} <= {c.study for c in CLAIMS}
+
+
+def test_doubling_threads_go_past_the_physical_cores():
+    assert study.doubling_threads(2) == [1, 2, 4]
+    assert study.doubling_threads(16) == [1, 2, 4, 8, 16, 32]
+    assert study.doubling_threads(6) == [1, 2, 4, 8]
+    assert study.physical_core_count() >= 1
+
+
+def _study_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, experiments: str) -> None:
+    (tmp_path / "s.toml").write_text('[study]\ntitle = "S"\nclaims = "S"\n\n' + experiments)
+    monkeypatch.setattr(study, "STUDIES_DIR", tmp_path)
+    study.load_study.cache_clear()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    study.load_study.cache_clear()
+    yield
+    study.load_study.cache_clear()
+
+
+def test_a_sweep_and_a_protocol_enter_each_request_and_its_run_id(tmp_path, monkeypatch):
+    _study_file(tmp_path, monkeypatch, '[experiments.s-cpu]\ndevice = "cpu"\nworkloads = ["cnn-mnist"]\n'
+                'measurement = { protocol = "iterations", warmup = 2, iterations = 5 }\n'
+                'sweep = { threads = [1, 2], batch_size = [8, 16] }\n')
+    experiment = study.experiment("s-cpu")
+    assert experiment.points() == [{"batch_size": 8, "threads": 1}, {"batch_size": 8, "threads": 2},
+                                   {"batch_size": 16, "threads": 1}, {"batch_size": 16, "threads": 2}]
+    prepared_mnist(tmp_path / "data")
+    m = plan.build_matrix(["pytorch"], list(experiment.workloads), "cpu", "smoke", 1, "real", experiment=experiment)
+    runs = plan.plan(m, ScriptRunner("ok"), "t", tmp_path / "results" / "t", tmp_path / "data", threads=None)
+    assert len({r.run_id for r in runs}) == 4
+    for run in runs:
+        req = run.request
+        assert req["threads"] == req["sweep"]["threads"]
+        assert req["spec"]["training"]["batch_size"] == req["sweep"]["batch_size"]
+        assert req["spec"]["measurement"] == {"protocol": "iterations", "warmup": 2, "iterations": 5}
+    assert runs[0].label == "pytorch cnn-mnist cpu batch_size 8 threads 1 repeat 1"
+
+
+def test_without_a_sweep_or_protocol_the_run_ids_are_those_of_the_plain_matrix(tmp_path):
+    prepared_mnist(tmp_path / "data")
+    runner = ScriptRunner("ok")
+    plain = plan.Matrix(("pytorch",), ("cnn-mnist",), "cpu", "smoke", 2, "real")
+    via = plan.Matrix(("pytorch",), ("cnn-mnist",), "cpu", "smoke", 2, "real", experiment=study.experiment("demo"))
+    ids = [r.run_id for r in plan.plan(plain, runner, "a", tmp_path / "a", tmp_path / "data", threads=1)]
+    assert [r.run_id for r in plan.plan(via, runner, "b", tmp_path / "b", tmp_path / "data", threads=1)] == ids
+    assert all("sweep" not in r.request for r in plan.plan(via, runner, "b", tmp_path / "b", tmp_path / "data", 1))
+
+
+@pytest.mark.parametrize("body, text", [
+    ('[experiments.x]\ndevice = "tpu"\nworkloads = ["cnn-mnist"]\n', "[experiments.x] of campaign/studies/s.toml "
+     "has device 'tpu'; set device = \"cpu\" or \"gpu\""),
+    ('[experiments.x]\ndevice = "cpu"\nworkloads = ["cnn-nope"]\n', "names unknown workload 'cnn-nope'; choose from:"),
+    ('[experiments.x]\ndevice = "cpu"\nworkloads = ["cnn-mnist"]\nrepeats = 3\n', "sets unknown key 'repeats'"),
+    ('[experiments.x]\ndevice = "cpu"\nworkloads = ["cnn-mnist"]\nsweep = { gpus = [1, 2] }\n',
+     "sweeps unknown axis 'gpus'; sweep only threads, batch_size"),
+    ('[experiments.x]\ndevice = "cpu"\nworkloads = ["cnn-mnist"]\nsweep = { threads = [0, 2] }\n',
+     "sweeps threads over [0, 2]; give a list of positive whole numbers or \"doubling\""),
+    ('[experiments.x]\ndevice = "cpu"\nworkloads = ["cnn-mnist"]\nmeasurement = { protocol = "laps" }\n',
+     "measurement protocol 'laps' is not one of epochs, iterations"),
+    ('', "campaign/studies/s.toml declares no experiment; add an [experiments.<target>] table"),
+])
+def test_a_bad_study_file_is_refused_in_one_line(tmp_path, monkeypatch, body, text):
+    _study_file(tmp_path, monkeypatch, body)
+    with pytest.raises(UsageError) as caught:
+        study.load_study("s")
+    assert text in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_an_unknown_target_names_the_choices():
+    with pytest.raises(UsageError, match="unknown campaign target 'cpu-rnn'; choose from: cpu-cnn, cpu-lstm, demo"):
+        study.experiment("cpu-rnn")
+
+
+def test_a_profile_replaces_the_experiments_measurement_keys(tmp_path, monkeypatch):
+    _study_file(tmp_path, monkeypatch, '[experiments.s-cpu]\ndevice = "cpu"\nworkloads = ["cnn-mnist"]\n'
+                'measurement = { protocol = "iterations", warmup_epochs = 1, iterations = 200 }\n'
+                'profiles.smoke = { measurement = { iterations = 3 } }\n')
+    experiment = study.experiment("s-cpu")
+    assert experiment.measurement_for("paper")["iterations"] == 200
+    assert experiment.measurement_for("smoke") == {"protocol": "iterations", "warmup_epochs": 1, "iterations": 3}
+    prepared_mnist(tmp_path / "data")
+    m = plan.build_matrix(["pytorch"], ["cnn-mnist"], "cpu", "smoke", 1, "real", experiment=experiment)
+    (run,) = plan.plan(m, ScriptRunner("ok"), "t", tmp_path / "results" / "t", tmp_path / "data", threads=1)
+    assert run.request["spec"]["measurement"]["iterations"] == 3
+
+
+@pytest.mark.parametrize("body, text", [
+    ('profiles.quick = { measurement = { iterations = 5 } }\n', "sets a measurement but the experiment has none"),
+    ('measurement = { protocol = "iterations", warmup = 1, iterations = 9 }\n'
+     'profiles.quick = { measurement = { iterations = 0 } }\n', "iterations is 0; it must be a whole number >= 1"),
+    ('measurement = { protocol = "iterations", warmup = 1, iterations = 9 }\nprofiles.quick = { repeats = 2 }\n',
+     "sets unknown key 'repeats'; use only measurement"),
+])
+def test_a_bad_profile_measurement_is_refused(tmp_path, monkeypatch, body, text):
+    _study_file(tmp_path, monkeypatch, '[experiments.x]\ndevice = "cpu"\nworkloads = ["cnn-mnist"]\n' + body)
+    with pytest.raises(UsageError) as caught:
+        study.load_study("s")
+    assert text in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_an_explicit_epoch_protocol_leaves_the_spec_and_the_run_id_alone():
+    from campaign import specs
+
+    spec = specs.load("cnn-mnist", "smoke")
+    assert study.apply_point(spec, {}, {"protocol": "epochs"}) == spec
