@@ -39,6 +39,8 @@ RUN_DTYPES: dict[str, str] = {
     "data_source": _STR, "device": _STR, "profile": _STR, "repeat": _INT, "seed": _INT,
     # A study sweep's point ('batch_size=16, threads=4'; '' outside a sweep) and the run's thread count.
     "sweep": _STR, "threads": _INT,
+    # The host's physical cores (run.json host.cpu_physical_cores; empty for runs before it was recorded).
+    "physical_cores": _INT,
     "status": _STR, "failure_cause": _STR, "failure_message": _STR,
     "training_time_s": _FLOAT, "eval_time_s": _FLOAT, "test_accuracy": _FLOAT,
     # The accuracy of always guessing the test rows' most frequent label (run.json dataset.test_majority_rate,
@@ -300,6 +302,7 @@ def run_row(run_dir: Path, run: dict, epochs: Sequence[dict[str, Any]], problems
         "seed": cfg["seed"],
         "sweep": sweep_text(cfg.get("sweep")),
         "threads": cfg.get("threads"),
+        "physical_cores": (run.get("host") or {}).get("cpu_physical_cores"),
         "status": run["status"],
         "failure_cause": failure.get("cause"),
         "failure_message": failure.get("message"),

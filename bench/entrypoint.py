@@ -43,7 +43,7 @@ def seed_everything(seed: int) -> None:
 
 
 def host_info() -> dict:
-    """Hostname, OS, CPU model and count, memory, and the GPUs NVML sees."""
+    """Hostname, OS, CPU model, logical and physical core counts, memory, and the GPUs NVML sees."""
     import psutil
 
     gpus = gpu_probe()
@@ -53,6 +53,7 @@ def host_info() -> dict:
         "python": platform.python_version(),
         "cpu_model": cpu_name(),
         "cpu_count": os.cpu_count(),
+        "cpu_physical_cores": threads.physical_cores(),
         "cpu_affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
         "mem_total_mb": round(psutil.virtual_memory().total / 2**20),
         "gpus": gpus.devices,

@@ -14,3 +14,20 @@ def pin(threads: Optional[int]) -> None:
         os.environ["DLREPRO_THREADS"] = str(threads)
         for var in THREAD_VARS:
             os.environ[var] = str(threads)
+
+
+def physical_cores() -> int:
+    """Physical cores of this machine: distinct (physical id, core id) pairs of /proc/cpuinfo, else the
+    logical CPU count (Shi et al. sweep threads up to and past this)."""
+    cores, package = set(), "0"
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                key, _, value = line.partition(":")
+                if key.strip() == "physical id":
+                    package = value.strip()
+                elif key.strip() == "core id":
+                    cores.add((package, value.strip()))
+    except OSError:
+        pass
+    return len(cores) or os.cpu_count() or 1

@@ -22,7 +22,6 @@ studies: they are the Makefile's campaign targets.
 from __future__ import annotations
 
 import itertools
-import os
 import tomllib
 from dataclasses import dataclass, field
 from functools import cache
@@ -31,6 +30,7 @@ from typing import Any
 
 from bench import measurement as measure
 from bench.errors import UsageError
+from bench.threads import physical_cores
 from campaign import specs
 
 STUDIES_DIR = Path(__file__).parent / "studies"
@@ -179,18 +179,8 @@ def doubling_threads(physical_cores: int | None = None) -> list[int]:
 
 
 def physical_core_count() -> int:
-    """Physical cores of this machine (distinct core id per package in /proc/cpuinfo; else the logical count)."""
-    cores, package = set(), "0"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            key, _, value = line.partition(":")
-            if key.strip() == "physical id":
-                package = value.strip()
-            elif key.strip() == "core id":
-                cores.add((package, value.strip()))
-    except OSError:
-        pass
-    return len(cores) or os.cpu_count() or 1
+    """Physical cores of this machine (bench.threads.physical_cores, which run.json's host records too)."""
+    return physical_cores()
 
 
 def apply_point(spec: dict[str, Any], point: dict[str, Any], measurement: dict[str, Any] | None) -> dict[str, Any]:

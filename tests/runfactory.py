@@ -124,6 +124,7 @@ def make_run(campaign: Path, framework: str, workload: str, repeat: int, *,
         image_digest="sha256:" + "ef" * 32 if runner == "docker" else None,
         system=system_environment(framework, python, gpu) if runner == "system" else None, sweep=sweep)
     record = run_record(req, host={"hostname": "testhost", "cpu_model": "Fake CPU", "cpu_count": 2,
+                                   "cpu_physical_cores": 2,
                                    "mem_total_mb": 4096, "os": "Linux", "python": python,
                                    "gpus": [{"name": "Fake GPU 16GB"}] if gpu else []})
     record["run_id"] = run_id  # readable names in the tests' tables

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pandas as pd
+
 from analysis.claims import (
     ORDER_OF_MAGNITUDE_LOW,
     Claim,
@@ -21,11 +23,66 @@ STUDY = "Shi et al."
 
 # "One to two orders of magnitude" (Shi et al.): the nearest power of ten is 10 or 100.
 TWO_ORDERS_HIGH = 10**2.5
+# "Scales poorly" past the physical cores: the best time past them is less than this much faster than
+# the best time within them.
+POOR_GAIN = 1.10
+# A run's time in a thread sweep: seconds per measured mini-batch (the iteration protocol, as Shi times
+# it), else the training time (the epoch protocol).
+_SWEPT_KEYS = ("workload", "framework", "era", "runner", "profile", "data_source")
+
+
+def _run_time(row: dict) -> float | None:
+    for column in ("iteration_time_mean_s", "training_time_s"):
+        value = row.get(column)
+        if value is not None and not pd.isna(value):
+            return float(value)
+    return None
+
+
+def _thread_groups(t: ResultsTable) -> dict[tuple, dict[int, list[dict]]]:
+    """Ok CPU runs of a thread sweep by group (workload, framework, era, runner, profile, data and the sweep's
+    other axes), then by thread count."""
+    groups: dict[tuple, dict[int, list[dict]]] = {}
+    for row in t.ok_rows:
+        sweep = str(row.get("sweep") or "")
+        if row.get("device") != "cpu" or "threads=" not in sweep or _run_time(row) is None:
+            continue
+        others = ", ".join(p for p in sweep.split(", ") if not p.startswith("threads="))
+        key = (*(row[k] for k in _SWEPT_KEYS), others)
+        groups.setdefault(key, {}).setdefault(int(row["threads"]), []).append(row)
+    return groups
 
 
 def shi_cpu_scaling_past_cores(t: ResultsTable) -> ClaimResult:
-    """Needs runs at several CPU thread counts up to and past the physical cores; not in this campaign."""
-    return not_in_campaign("a CPU thread-count sweep past the physical core count")
+    """For every CPU thread sweep (a workload and framework run at several thread counts: make shi-cpu), the
+    best mean time at thread counts up to the host's physical cores (run.json host.cpu_physical_cores) against
+    the best past them; the time is seconds per measured mini-batch (iteration protocol), else the training
+    time. Reproduced when no sweep gains 10 % or more past the cores (best within / best past < 1.10); not
+    reproduced when one does. Insufficient data without a sweep that has counts on both sides of the cores."""
+    parts, gains, used = [], [], []
+    for key, by_threads in sorted(_thread_groups(t).items()):
+        rows = [r for rs in by_threads.values() for r in rs]
+        cores = {r.get("physical_cores") for r in rows}
+        p = next(iter(cores))
+        if len(cores) != 1 or p is None or pd.isna(p):  # unknown, or runs of several machines
+            continue
+        mean = {n: sum(_run_time(r) for r in rs) / len(rs) for n, rs in by_threads.items()}
+        within = {n: v for n, v in mean.items() if n <= p}
+        past = {n: v for n, v in mean.items() if n > p}
+        if not within or not past:
+            continue
+        n_in, n_past = min(within, key=within.get), min(past, key=past.get)
+        gain = within[n_in] / past[n_past]
+        gains.append(gain)
+        used += [r["run_id"] for r in rows]
+        label = f"{key[1]} {key[0]}" + (f" ({key[-1]})" if key[-1] else "")
+        parts.append(f"{label}: best {format_number(within[n_in], 4)} s at {n_in} of {int(p)} cores, "
+                     f"{format_number(past[n_past], 4)} s at {n_past} threads ({format_number(gain)}×)")
+    if not gains:
+        return not_in_campaign("a CPU thread-count sweep up to and past the physical core count (make shi-cpu)")
+    return ClaimResult(verdict_for(all(g < POOR_GAIN for g in gains)),
+                       f"gain past the physical cores < {POOR_GAIN:g}× in {sum(g < POOR_GAIN for g in gains)} of "
+                       f"{len(gains)} sweeps: " + "; ".join(parts), tuple(used))
 
 
 def shi_gpu_one_to_two_orders_faster(t: ResultsTable) -> ClaimResult:
@@ -53,7 +110,7 @@ def shi_no_tool_fastest_everywhere(t: ResultsTable) -> ClaimResult:
 
 CLAIMS: list[Claim] = [
     Claim("Shi-1", STUDY, "CPU performance scales poorly past the physical core count.",
-          shi_cpu_scaling_past_cores, load_sensitive=True),
+          shi_cpu_scaling_past_cores, load_sensitive=True, decided_by=("shi-cpu",)),
     Claim("Shi-2", STUDY, "GPU is one to two orders of magnitude faster than the CPU.",
           shi_gpu_one_to_two_orders_faster, load_sensitive=True, decided_by=("cpu-cnn", "gpu-cnn")),
     Claim("Shi-3", STUDY, "No tool wins everywhere (training speed).",

@@ -24,5 +24,31 @@ def test_shi_speedup_and_no_winner() -> None:
     assert check(shi.shi_no_tool_fastest_everywhere, mixed[:2]).verdict == INSUFFICIENT
 
 
-def test_shi_cpu_scaling_is_not_in_this_campaign() -> None:
-    assert_not_in_campaign(shi.shi_cpu_scaling_past_cores)
+def _swept(fw: str, threads: int, seconds: float, repeat: int = 1, cores: int | None = 2) -> dict:
+    """A run of a thread sweep: its sweep point, thread count, host physical cores, seconds per mini-batch."""
+    return {**row(fw, "fcn-r-mnist", repeat=repeat, time=seconds * 20), "run_id": f"{fw}-t{threads}-r{repeat}",
+            "sweep": f"threads={threads}", "threads": threads, "physical_cores": cores,
+            "iteration_time_mean_s": seconds}
+
+
+def test_shi_cpu_scaling_past_the_physical_cores() -> None:
+    # 2 physical cores: 1 -> 2 threads halves the time, 4 threads gains 2 % (mean of two repeats) or 25 %.
+    poor = [_swept("pytorch", 1, 1.2), _swept("pytorch", 2, 0.6), _swept("pytorch", 4, 0.58),
+            _swept("pytorch", 4, 0.60, repeat=2), _swept("mxnet", 1, 1.0), _swept("mxnet", 2, 0.5),
+            _swept("mxnet", 4, 0.55)]
+    res = check(shi.shi_cpu_scaling_past_cores, poor)
+    assert res.verdict == REPRODUCED, res.evidence
+    assert res.evidence.startswith("gain past the physical cores < 1.1× in 2 of 2 sweeps: ")
+    assert "pytorch fcn-r-mnist: best 0.6000 s at 2 of 2 cores, 0.5900 s at 4 threads (1.02×)" in res.evidence
+    scales = poor[:4] + [_swept("mxnet", 1, 1.0), _swept("mxnet", 2, 0.5), _swept("mxnet", 4, 0.4)]
+    res = check(shi.shi_cpu_scaling_past_cores, scales)
+    assert res.verdict == NOT_REPRODUCED
+    assert "mxnet fcn-r-mnist: best 0.5000 s at 2 of 2 cores, 0.4000 s at 4" in res.evidence
+
+
+def test_shi_cpu_scaling_needs_a_sweep_on_both_sides_of_the_cores() -> None:
+    assert_not_in_campaign(shi.shi_cpu_scaling_past_cores)  # no sweep at all
+    within = [_swept("pytorch", 1, 1.2), _swept("pytorch", 2, 0.6)]
+    assert check(shi.shi_cpu_scaling_past_cores, within).evidence.startswith("not in this campaign:")
+    unknown = [_swept("pytorch", 1, 1.2, cores=None), _swept("pytorch", 4, 0.6, cores=None)]
+    assert check(shi.shi_cpu_scaling_past_cores, unknown).verdict == INSUFFICIENT
