@@ -6,7 +6,9 @@ In a notebook, ``analysis.load("results/demo")`` is the run table as a pandas Da
 
 Modules: runs (the run table as a DataFrame, read from the run folders), summary (per-cell summaries with
 pandas, and the tables written as CSV), stats (intervals and tests),
-reference (the published numbers), transfer (orders, ratios, speedups, accuracy tolerance), eras
+reference (the published numbers), shi (Shi et al.'s Tables 7 and 8, their networks and tools
+mapped onto the kit's workloads and frameworks, the measured seconds per mini-batch),
+transfer (orders, ratios, speedups, accuracy tolerance), eras
 (paper-era vs current-era pairs, which Python paper-era runs ran on), departures (where the kit's
 paper-era setup departs from the paper, as data),
 significance (Wilcoxon, Pearson, bootstrap over a campaign), claims (the machinery that tests a

@@ -38,6 +38,9 @@ MIN_EPOCHS_FOR_LINEARITY = 3
 
 PAPER_PROFILE = "paper"
 REAL_DATA = "real"
+# Data a verdict may speak about the paper from: the study's real datasets, and random inputs made in the
+# run where the study itself timed its networks on random inputs (bench/generated.py: Shi's FCN-S, AlexNet-S).
+PAPER_DATA = (REAL_DATA, "generated")
 
 # What the report says of a claim whose experiment no make target runs yet (Claim.decided_by empty).
 NOT_RUNNABLE = "not runnable in the kit yet (issue: study specs)"
@@ -178,7 +181,7 @@ def speedup_text(s: Speedup) -> str:
 
 def no_single_winner(t: ResultsTable, column: str, lowest: bool, unit: str, what: str) -> ClaimResult:
     """Reproduced when no framework has the best mean of column in every (workload, device) group
-    (DLBench claim 1 on accuracy, Shi et al. on training time)."""
+    (DLBench claim 1 on accuracy)."""
     groups = measured_groups(t, column)
     workloads = {g["workload"] for g, _ in groups}
     cells = [c for _, cs in groups for c in cs]
@@ -188,17 +191,25 @@ def no_single_winner(t: ResultsTable, column: str, lowest: bool, unit: str, what
     if column == "test_accuracy" and len(workloads) < 2:
         return insufficient(f"only workload {', '.join(workloads)} has >= 2 frameworks' {what}; "
                             "needs >= 2 workloads", cell_run_ids(cells))
+    values = [(group_label(group), {c.key["framework"]: cell_mean(c, column) for c in members})
+              for group, members in groups]
+    return winner_result(values, lowest, unit, cell_run_ids(cells))
+
+
+def winner_result(groups: Sequence[tuple[str, dict[str, float]]], lowest: bool, unit: str,
+                  run_ids: Iterable[str]) -> ClaimResult:
+    """Over groups (label, {framework: value}) of >= 2 frameworks each: reproduced when no framework has the
+    best value (lowest or highest; ties all count as best) in every group, not reproduced when one has."""
     winners = []
     parts = []
-    for group, members in groups:
-        best = best_frameworks(members, column, lowest)
+    for label, values in groups:
+        top = min(values.values()) if lowest else max(values.values())
+        best = {fw for fw, v in values.items() if v == top}
         winners.append(best)
-        value = cell_mean(next(c for c in members if c.key["framework"] in best), column)
-        parts.append(f"{group_label(group)}: best {'/'.join(sorted(best))} ({format_number(value, 4)} {unit}) "
-                     f"of {len(members)}")
+        parts.append(f"{label}: best {'/'.join(sorted(best))} ({format_number(top, 4)} {unit}) of {len(values)}")
     everywhere = set.intersection(*winners)
     tail = f"; {'/'.join(sorted(everywhere))} best in every group" if everywhere else "; no framework best everywhere"
-    return ClaimResult(verdict_for(not everywhere), "; ".join(parts) + tail, cell_run_ids(cells))
+    return ClaimResult(verdict_for(not everywhere), "; ".join(parts) + tail, tuple(run_ids))
 
 
 def epoch_linearity(t: ResultsTable) -> ClaimResult:
@@ -232,7 +243,7 @@ def caveat_for(rows: Iterable[dict[str, Any]]) -> str:
     """'on synthetic data / quick profile: not evidence about the paper' when any row is either; else ''."""
     rows = list(rows)
     parts = []
-    if any(r.get("data_source") != REAL_DATA for r in rows):
+    if any(r.get("data_source") not in PAPER_DATA for r in rows):
         parts.append("synthetic data" if any(r.get("data_source") == "synthetic" for r in rows)
                      else "data of unknown origin")
     profiles = sorted({str(r.get("profile")) for r in rows if r.get("profile") != PAPER_PROFILE})

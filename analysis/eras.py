@@ -18,7 +18,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from analysis.claims import PAPER_PROFILE, REAL_DATA
+from analysis.claims import PAPER_DATA, PAPER_PROFILE
 from analysis.reference import device_env
 from analysis.runs import CURRENT_ERA, PAPER_ERA
 from analysis.stats import Estimate, format_number, ratio
@@ -209,7 +209,7 @@ def missing_era_commands(cells: Sequence[CellSummary]) -> list[str]:
             parts.append(f'WORKLOADS="{" ".join(sorted(wls))}"')
         if profile != PAPER_PROFILE:  # the Makefile's defaults: PROFILE=paper DATA=real
             parts.append(f"PROFILE={profile}")
-        if data != REAL_DATA and data != "unknown":
+        if data not in PAPER_DATA and data != "unknown":  # generated data need no DATA=
             parts.append(f"DATA={data}")
         if folder != target:
             parts.append(f"CAMPAIGN={folder}")

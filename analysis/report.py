@@ -20,10 +20,12 @@ from analysis.sections.datasets import datasets_section
 from analysis.sections.departures import departures_section
 from analysis.sections.environment import environment_section, hardware_section, settings_section
 from analysis.sections.eras import era_comparison_section
+from analysis.sections.minibatches import minibatches_section
 from analysis.sections.not_reproduced import not_reproduced_section
 from analysis.sections.outputs import figures_section, files_section
 from analysis.sections.overview import header_section, overview_section, problems_section
 from analysis.sections.scoreboard import scoreboard_section
+from analysis.sections.shi import shi_section
 from analysis.sections.statistics import statistics_section
 from analysis.sections.transfer import transfer_section
 from bench import atomic
@@ -33,8 +35,9 @@ __all__ = ["SECTIONS", "ReportContext", "build_report", "render_html", "render_m
 # The report's sections in reading order. The first screen answers "how far is each framework from the
 # paper on each workload": the header (title and the synthetic-data banner), then the scoreboard figure
 # and table; then the claims this campaign decides and the list of those it cannot, ahead of the
-# detailed tables they rest on, then the runs whose timings absorbed other load. The paper-era vs
-# current-era table follows the comparison with the published numbers, each claim's exact test follows
+# detailed tables they rest on, then the runs whose timings absorbed other load. Shi et al.'s seconds per
+# mini-batch (only for campaigns with runs of its workloads) and the paper-era vs current-era table follow
+# the comparison with the published numbers, each claim's exact test follows
 # the statistics, and the departures from the paper's setup follow the environment.
 SECTIONS: tuple[Section, ...] = (
     header_section,
@@ -44,6 +47,8 @@ SECTIONS: tuple[Section, ...] = (
     problems_section,
     overview_section,
     comparison_section,
+    shi_section,
+    minibatches_section,
     era_comparison_section,
     transfer_section,
     statistics_section,

@@ -35,7 +35,9 @@ _STR, _INT, _FLOAT = "str", "Int64", "float64"
 # The run table's columns in order (tables/runs.csv), each with its pandas dtype: text, whole numbers
 # (nullable: a failed run has no epochs count) and measurements (NaN where not measured).
 RUN_DTYPES: dict[str, str] = {
-    "run_id": _STR, "campaign": _STR, "framework": _STR, "era": _STR, "workload": _STR, "dataset": _STR,
+    "run_id": _STR, "campaign": _STR, "framework": _STR, "era": _STR, "workload": _STR,
+    # The study whose workload it is (the spec's `study`: 'dlbench', 'shi'; empty for specs without one).
+    "study": _STR, "dataset": _STR,
     "data_source": _STR, "device": _STR, "profile": _STR, "repeat": _INT, "seed": _INT,
     # A study sweep's point ('batch_size=16, threads=4'; '' outside a sweep) and the run's thread count.
     "sweep": _STR, "threads": _INT,
@@ -52,7 +54,11 @@ RUN_DTYPES: dict[str, str] = {
     # the last epoch's loss and training accuracy (percent).
     "epoch_time_first_s": _FLOAT, "epoch_time_later_mean_s": _FLOAT,
     # The iteration protocol (bench/iterations.py): seconds per measured mini-batch, warm-up left out.
-    "iteration_time_mean_s": _FLOAT, "iteration_time_median_s": _FLOAT, "measured_iterations": _INT,
+    # Its spread: the sample standard deviation and the 5th / 95th percentiles of the measured mini-batches;
+    # the warm-up's count and seconds (kept apart, as the study does).
+    "iteration_time_mean_s": _FLOAT, "iteration_time_median_s": _FLOAT, "iteration_time_std_s": _FLOAT,
+    "iteration_time_p5_s": _FLOAT, "iteration_time_p95_s": _FLOAT, "measured_iterations": _INT,
+    "warmup_iterations": _INT, "warmup_time_s": _FLOAT,
     "final_loss": _FLOAT, "final_train_accuracy": _FLOAT,
     "cpu_util_mean_pct": _FLOAT, "mem_mean_mb": _FLOAT, "mem_peak_mb": _FLOAT, "gpu_util_mean_pct": _FLOAT,
     "monitor_source": _STR, "monitor_samples": _INT,
@@ -266,7 +272,9 @@ def iteration_columns(timing: dict[str, Any]) -> dict[str, Any]:
     """The per-mini-batch figures of an iteration-protocol run (None for epoch-protocol runs)."""
     stats = timing.get("iteration_time_s") or {}
     return {"iteration_time_mean_s": stats.get("mean"), "iteration_time_median_s": stats.get("median"),
-            "measured_iterations": timing.get("measured_iterations")}
+            "iteration_time_std_s": stats.get("std"), "iteration_time_p5_s": stats.get("p5"),
+            "iteration_time_p95_s": stats.get("p95"), "measured_iterations": timing.get("measured_iterations"),
+            "warmup_iterations": timing.get("warmup_iterations"), "warmup_time_s": timing.get("warmup_time_s")}
 
 
 def sweep_text(point: dict[str, Any] | None) -> str:
@@ -294,6 +302,7 @@ def run_row(run_dir: Path, run: dict, epochs: Sequence[dict[str, Any]], problems
         # "current" or "paper"; bench.schema reads version-1 runs (before eras) as "current".
         "era": cfg["era"],
         "workload": cfg["workload"],
+        "study": spec.get("study"),
         "dataset": dataset.get("name") or spec.get("dataset"),
         "data_source": dataset.get("source") or "unknown",
         "device": cfg["device"],

@@ -88,11 +88,17 @@ def summary_table(table: pd.DataFrame | Iterable[dict[str, Any]]) -> pd.DataFram
     return out.reset_index(names=list(CELL_KEYS))[list(SUMMARY_COLUMNS)]
 
 
+def learnt(accuracy, majority, margin_pp: float = LEARNT_MARGIN_PP):
+    """Whether an accuracy (percent; a number or a Series) is more than `margin_pp` above the majority
+    accuracy, the accuracy of always guessing the most frequent label: the one test of having learnt."""
+    return accuracy > majority + margin_pp
+
+
 def not_learnt(frame: pd.DataFrame, margin_pp: float = LEARNT_MARGIN_PP) -> pd.DataFrame:
     """The successful runs whose test accuracy is not `margin_pp` above their majority accuracy: runs that
     learnt nothing. Runs without a recorded majority accuracy (before the kit recorded it) are left out."""
     known = (frame["status"] == "ok") & frame["majority_accuracy"].notna()
-    return frame[known & ~(frame["test_accuracy"] > frame["majority_accuracy"] + margin_pp)]
+    return frame[known & ~learnt(frame["test_accuracy"], frame["majority_accuracy"], margin_pp)]
 
 
 def _cause_counts(causes: pd.Series) -> str:

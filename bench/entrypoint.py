@@ -2,9 +2,9 @@
 
 Every runner calls exactly this (`python -m bench run --request R --out D`), in a framework's
 environment or as a container's entrypoint. It reads nothing but the request (bench/request.py):
-the resolved workload spec, the rows of the subset, the prepared dataset, device, threads and
-seed. It owns the clocks and the artifacts (bench/schema.py); the framework module only builds and
-trains the model.
+the resolved workload spec, the rows of the subset, the prepared dataset (or the recipe of data it
+generates itself: bench/generated.py), device, threads and seed. It owns the clocks and the
+artifacts (bench/schema.py); the framework module only builds and trains the model.
 
 Training time is the sum of the epochs' training passes, each closed by a device synchronize.
 The per-epoch test pass is timed separately (eval_time_s); model construction and data loading
@@ -23,7 +23,7 @@ import traceback
 from pathlib import Path
 from typing import Dict, Optional
 
-from bench import frameworks, iterations, measurement, prepared, request, schema, threads
+from bench import frameworks, generated, iterations, measurement, prepared, request, schema, threads
 from bench.errors import UsageError
 from bench.frameworks import NonFiniteLoss
 from bench.frameworks.common import cpu_name, majority_rate
@@ -132,13 +132,22 @@ def train(req: dict, data_dir: Path, out: Path, record: dict) -> None:
     """Build and train; fill record's timing, results, model and device_used as they become known."""
     wl = req["spec"]
     t_setup = time.perf_counter()
-    data = prepared.load(data_dir, req["data"]["train_indices"], req["data"]["test_indices"])
+    made = req["data"]["source"] == generated.SOURCE
+    if made:  # random inputs made here, in the run's process (the setup time includes making them)
+        data, _ = generated.load(req["data"]["generated"])
+        where = "the generated data"
+    else:
+        # data.window: a language model's own window length, cut from the prepared token streams
+        data = prepared.load(data_dir, req["data"]["train_indices"], req["data"]["test_indices"],
+                             window=(wl.get("data") or {}).get("window"))
+        where = f"the prepared data in {data_dir}"
     if data.meta["arrays_sha256"] != req["data"]["arrays_sha256"]:
-        raise RuntimeError(f"the prepared data in {data_dir} has arrays_sha256 {data.meta['arrays_sha256']}, the "
+        raise RuntimeError(f"{where} has arrays_sha256 {data.meta['arrays_sha256']}, the "
                            f"request was planned for {req['data']['arrays_sha256']}: plan the run again")
     data = prepared.bind_roles(data, wl.get("arrays"))
-    record["dataset"].update(train_examples=int(len(data.y_train)), test_examples=int(len(data.y_test)),
-                             test_majority_rate=majority_rate(data.test["y"], data.test.get("y_len")))
+    record["dataset"].update(train_examples=int(len(data.y_train)), test_examples=int(len(data.y_test)))
+    if not made:  # random labels: no accuracy to clear, so no floor is recorded (bench/generated.py)
+        record["dataset"]["test_majority_rate"] = majority_rate(data.test["y"], data.test.get("y_len"))
     fw = frameworks.load(req["framework"], req["era"])
     env = record["environment"]
     env["packages"] = installed_packages()
@@ -204,7 +213,8 @@ def run(req: dict, out: Path, data_dir: Optional[Path] = None) -> int:
     gpu = gpu_used(assigned_gpu(), record["host"]["gpus"])
     if gpu is not None:
         record["device_used"]["gpu"] = gpu
-    record["dataset"]["path"] = str(data_dir)
+    if req["data"]["source"] != generated.SOURCE:  # generated data have no folder (path stays "")
+        record["dataset"]["path"] = str(data_dir)
     monitor = start_monitor(out) if req["monitor"] else None
     failure = None
     try:

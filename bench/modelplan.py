@@ -8,6 +8,18 @@ tracking shapes itself, so every framework builds the same model from the same n
 
 Shapes are channels-last and batch-free: an image is (H, W, C), a sequence is its per-step
 features, a vector its features; token ids (what an embedding reads) have no features.
+
+Residual networks: a `residual` layer is a block, `layers` its branch (planned recursively, like a
+stack), added to a shortcut and followed by `activation`; `repeat = N` plans N blocks in a row (the
+repeats after the first run the branch with every conv's stride 1, so they keep their shape). The
+shortcut is the identity where the branch keeps the block's shape; where it changes it, "projection"
+plans a 1x1 conv (no bias) with the branch's stride and the branch's output channels, then a
+batchnorm, and "identity" is a SpecError. A planned block is one Layer whose `branch` and `shortcut`
+are planned layer lists, so a framework recurses with its own per-layer builder.
+
+Batchnorm follows Keras' convention: `momentum` m updates moving = m * moving + (1 - m) * batch
+(PyTorch's momentum is 1 - m); the defaults (0.9, epsilon 1e-5) are PyTorch's and He et al.'s Torch.
+Its gamma and beta are trainable parameters, its moving mean and variance are not.
 CPython 3.6-clean, standard library only.
 """
 
@@ -18,11 +30,21 @@ IMAGE, SEQUENCE, VECTOR, TOKENS = "image", "sequence", "vector", "tokens"
 # Keys that may stay None (not required): the activation (linear), a pool's stride (= its size) and
 # an LSTM's initial state (zeros; "encoder" = the encoder's final state, encoder-decoder models only).
 OPTIONAL_KEYS = {"activation", "stride", "initial_state"}
+# Pools: a window over each channel; stride None = the pool size (no overlap).
+POOLS = ("maxpool2d", "avgpool2d")
+# Layers with a window over the image, whose planned Layer carries its padding (Pads).
+WINDOWED = ("conv2d",) + POOLS
 # Keys each layer type accepts, with defaults (None = required unless in OPTIONAL_KEYS). Anything else is a spec error:
 # silently ignoring a key would let two frameworks build different models from one spec.
 LAYER_KEYS = {
-    "conv2d": {"filters": None, "kernel": None, "activation": None, "padding": "valid", "stride": 1},
+    "conv2d": {"filters": None, "kernel": None, "activation": None, "padding": "valid", "stride": 1, "bias": True},
     "maxpool2d": {"pool": None, "stride": None, "padding": "valid"},  # stride None = pool (no overlap)
+    # 'same' averages the real (unpadded) values only, as TensorFlow does: see pool_counts().
+    "avgpool2d": {"pool": None, "stride": None, "padding": "valid"},
+    "global_avgpool": {},  # image -> vector: each channel's mean over H x W
+    "batchnorm": {"momentum": 0.9, "epsilon": 1e-5},  # Keras' convention for momentum (see above)
+    "activation": {"activation": None},  # a bare nonlinearity (after a batchnorm); required here
+    "residual": {"layers": None, "shortcut": "projection", "activation": None, "repeat": 1},
     "dropout": {"rate": None},
     "flatten": {},
     "dense": {"units": None, "activation": None},
@@ -30,6 +52,11 @@ LAYER_KEYS = {
     "lstm": {"units": None, "use_lengths": False, "return_sequences": False, "initial_state": None},
 }
 HIDDEN_ACTIVATIONS = (None, "linear", "relu", "tanh", "sigmoid")
+SHORTCUTS = ("identity", "projection")
+# What the paper-era framework modules translate (bench/frameworks/paper/): no residual vocabulary
+# (batchnorm, activation, avgpool2d, global_avgpool, residual) and no conv2d without bias. Each calls
+# require() so such a spec stops at once; the campaign skips those runs before they start.
+ERA_LAYER_TYPES = {"paper": ("conv2d", "maxpool2d", "dropout", "flatten", "dense", "embedding", "lstm")}
 # The loss a spec names -> (label kind, the output activation the loss absorbs).
 # "sequence": integer labels at every time step (N, T), logits (N, T, classes); the loss and the
 # accuracy count only each row's first y_len steps (all steps when the data has no y_len), and
@@ -82,19 +109,23 @@ class Pads(NamedTuple):
 
 class Layer:
     """One planned layer: the spec's layer with defaults filled in (read it like a dict), its
-    position, input and output shapes, and (conv2d, maxpool2d) the padding on each side."""
+    position, input and output shapes, (conv2d and pools) the padding on each side, and (residual)
+    its planned branch and shortcut (an empty shortcut is the identity)."""
 
     def __init__(self, index: int, spec: Dict[str, Any], input: Shape, output: Shape,
-                 pads: Optional[Pads] = None) -> None:
+                 pads: Optional[Pads] = None, branch: Optional[List["Layer"]] = None,
+                 shortcut: Optional[List["Layer"]] = None) -> None:
         self.index = index
         self.spec = spec
         self.input = input
         self.output = output
         self.pads = pads
+        self.branch = branch
+        self.shortcut = shortcut
 
     @property
     def type(self) -> str:
-        """The layer type (conv2d, maxpool2d, dropout, flatten, dense, embedding, lstm)."""
+        """The layer type (one of LAYER_KEYS)."""
         return self.spec["type"]
 
     def __getitem__(self, key: str) -> Any:
@@ -130,6 +161,11 @@ class ModelPlan:
         return (self.encoder or []) + self.layers
 
     @property
+    def flat_layers(self) -> List[Layer]:
+        """Every planned layer, residual blocks' branch and shortcut layers included (after the block)."""
+        return _flatten_blocks(self.all_layers)
+
+    @property
     def lstm_units(self) -> List[int]:
         """Units of every LSTM layer, encoder first (each adds 4 x units as a second bias in cuDNN style)."""
         return [layer["units"] for layer in self.all_layers if layer.type == "lstm"]
@@ -149,6 +185,52 @@ def window(size: int, kernel: int, stride: int, padding: str) -> Tuple[int, int,
     return out, total // 2, total - total // 2
 
 
+def untranslated(model: ModelPlan, types: Tuple[str, ...], no_bias: bool = False) -> List[str]:
+    """What of a plan a framework module lacks that translates only `types` (and conv2d without bias
+    only if `no_bias`)."""
+    layers = model.flat_layers
+    missing = sorted({layer.type for layer in layers} - set(types))
+    if not no_bias and any(layer.type == "conv2d" and not layer["bias"] for layer in layers):
+        missing.append("conv2d with bias = false")
+    return missing
+
+
+def require(model: ModelPlan, types: Tuple[str, ...], who: str, no_bias: bool = False) -> None:
+    """SpecError (one line) when the plan needs something `who` does not translate (see untranslated())."""
+    missing = untranslated(model, types, no_bias)
+    if missing:
+        raise SpecError(f"{who} does not translate {', '.join(missing)} (only {', '.join(types)}); "
+                        f"run this workload in the current era")
+
+
+def pool_counts(layer: Layer) -> Tuple[List[int], List[int]]:
+    """How many real (unpadded) values each output row and column of a pool window covers.
+
+    An avgpool2d divides output (i, j)'s sum by rows[i] * cols[j] (TensorFlow's 'same' average); a
+    framework without that option pads zeros, pools with the full window as divisor and rescales.
+    """
+    (h, w, _), (oh, ow, _) = layer.input.dims, layer.output.dims
+    size, stride, pads = layer["pool"], layer["stride"], layer.pads
+    return (_covered(h, oh, size, stride, pads.top), _covered(w, ow, size, stride, pads.left))
+
+
+def _covered(size: int, out: int, window_size: int, stride: int, before: int) -> List[int]:
+    counts = []
+    for o in range(out):
+        start = o * stride - before
+        counts.append(min(start + window_size, size) - max(start, 0))
+    return counts
+
+
+def _flatten_blocks(layers: List[Layer]) -> List[Layer]:
+    out = []
+    for layer in layers:
+        out.append(layer)
+        if layer.branch is not None:
+            out += _flatten_blocks(layer.branch) + _flatten_blocks(layer.shortcut or [])
+    return out
+
+
 def plan(spec: dict) -> ModelPlan:
     """Validate spec['model'] and the loss, and plan every layer's shapes and padding."""
     loss = spec["training"]["loss"]
@@ -166,8 +248,9 @@ def plan(spec: dict) -> ModelPlan:
     if last.get("type") != "dense" or last.get("activation") not in (out_activation, None, "linear"):
         raise SpecError(f"the last layer must be dense with activation {out_activation} for loss {loss}")
     for i, layer in enumerate(raw[:-1]):
-        if layer.get("activation") not in HIDDEN_ACTIVATIONS:
-            raise SpecError(f"layer {i}: activation {layer['activation']!r} only allowed on the output layer")
+        for sub in [layer] + (layer["layers"] if layer["type"] == "residual" else []):
+            if sub.get("activation") not in HIDDEN_ACTIVATIONS:
+                raise SpecError(f"layer {i}: activation {sub['activation']!r} only allowed on the output layer")
     expected_units = 1 if kind == "binary" else model["num_classes"]
     if last["units"] != expected_units:
         raise SpecError(f"the output layer has {last['units']} units, the loss needs {expected_units}")
@@ -183,43 +266,86 @@ def plan(spec: dict) -> ModelPlan:
     return ModelPlan(_shapes(raw, first), kind, input_shape, encoder)
 
 
-def _shapes(layers: List[dict], shape: Shape) -> List[Layer]:
-    """Each layer with its input and output shape (and padding), in order."""
-    planned = []
+def _shapes(layers: List[dict], shape: Shape, where: str = "layer") -> List[Layer]:
+    """Each layer with its input and output shape (and padding), in order; a residual layer with
+    repeat N becomes N planned blocks."""
+    planned = []  # type: List[Layer]
     for i, layer in enumerate(layers):
-        out, pads = _output(layer, shape, i)
-        planned.append(Layer(i, layer, shape, out, pads))
+        if layer["type"] == "residual":
+            for r in range(layer["repeat"]):
+                block = _block(layer, shape, f"{where} {i}" + (f" (repeat {r + 1})" if r else ""), r > 0)
+                block.index = len(planned)
+                planned.append(block)
+                shape = block.output
+            continue
+        out, pads = _output(layer, shape, f"{where} {i}")
+        planned.append(Layer(len(planned), layer, shape, out, pads))
         shape = out
     return planned
 
 
-def _output(layer: dict, shape: Shape, i: int) -> Tuple[Shape, Optional[Pads]]:
+def _block(layer: dict, shape: Shape, where: str, repeated: bool) -> Layer:
+    """One residual block: its branch planned, the shortcut chosen and planned, the shapes checked."""
+    _need(shape, IMAGE, where, "residual")
+    raw_branch = layer["layers"]
+    if repeated:  # later repeats keep the shape: every conv at stride 1
+        raw_branch = [dict(sub, stride=1) if sub["type"] == "conv2d" else sub for sub in raw_branch]
+    branch = _shapes(raw_branch, shape, f"{where} branch layer")
+    out = branch[-1].output
+    if out == shape:
+        return Layer(0, layer, shape, out, branch=branch, shortcut=[])
+    if repeated:
+        raise SpecError(f"{where}: a repeated residual block must keep its shape {shape.dims} "
+                        f"(its branch gives {out.dims}); change only the first block's stride and filters")
+    if layer["shortcut"] == "identity" or out.kind != IMAGE:
+        raise SpecError(f"{where}: the residual branch gives {out.kind} {out.dims} but the identity shortcut "
+                        f"keeps {shape.dims}; use shortcut = \"projection\" or make the branch keep the shape")
+    stride = 1
+    for sub in branch:
+        if sub.type in WINDOWED:
+            stride *= sub["stride"]
+    norms = [sub for sub in branch if sub.type == "batchnorm"]
+    norm = dict(norms[0].spec) if norms else dict(LAYER_KEYS["batchnorm"], type="batchnorm")
+    raw_shortcut = [dict(LAYER_KEYS["conv2d"], type="conv2d", filters=out.features, kernel=1, stride=stride,
+                         bias=False), norm]
+    shortcut = _shapes(raw_shortcut, shape, f"{where} projection layer")
+    if shortcut[-1].output != out:
+        raise SpecError(f"{where}: the projection shortcut gives {shortcut[-1].output.dims} (1x1 conv, stride "
+                        f"{stride}) but the residual branch gives {out.dims}; use 'same' padding in the branch")
+    return Layer(0, layer, shape, out, branch=branch, shortcut=shortcut)
+
+
+def _output(layer: dict, shape: Shape, i: str) -> Tuple[Shape, Optional[Pads]]:
     kind = layer["type"]
-    if kind in ("conv2d", "maxpool2d"):
+    if kind in WINDOWED:
         h, w, c = _need(shape, IMAGE, i, kind).dims
         size = layer["kernel"] if kind == "conv2d" else layer["pool"]
         (h, top, bottom), (w, left, right) = (window(n, size, layer["stride"], layer["padding"]) for n in (h, w))
         channels = layer["filters"] if kind == "conv2d" else c
         if h < 1 or w < 1:
-            raise SpecError(f"layer {i}: {kind} leaves no output (input {shape.dims})")
+            raise SpecError(f"{i}: {kind} leaves no output (input {shape.dims})")
         return Shape(IMAGE, (h, w, channels)), Pads(top, bottom, left, right)
     if kind == "flatten":
         return Shape(VECTOR, (_need(shape, IMAGE, i, kind).size,)), None
+    if kind == "global_avgpool":
+        return Shape(VECTOR, (_need(shape, IMAGE, i, kind).features,)), None
+    if kind == "batchnorm" and shape.kind not in (IMAGE, VECTOR):  # per channel of an image, per feature of a vector
+        raise SpecError(f"{i}: batchnorm needs an image or a vector input (got {shape.kind} {shape.dims})")
     if kind == "dense":
         if shape.kind not in (SEQUENCE, VECTOR):  # on a sequence it maps the last axis: every time step
-            raise SpecError(f"layer {i}: dense needs flat input (add a flatten; got {shape.kind} {shape.dims})")
+            raise SpecError(f"{i}: dense needs flat input (add a flatten; got {shape.kind} {shape.dims})")
         return Shape(shape.kind, (layer["units"],)), None
     if kind == "embedding":
         return Shape(SEQUENCE, (layer["output_dim"],)), None
     if kind == "lstm":
         _need(shape, SEQUENCE, i, kind)
         return Shape(SEQUENCE if layer["return_sequences"] else VECTOR, (layer["units"],)), None
-    return shape, None  # dropout
+    return shape, None  # dropout, batchnorm, activation
 
 
-def _need(shape: Shape, kind: str, i: int, layer_type: str) -> Shape:
+def _need(shape: Shape, kind: str, i: str, layer_type: str) -> Shape:
     if shape.kind != kind:
-        raise SpecError(f"layer {i}: {layer_type} needs {'an' if kind == IMAGE else 'a'} {kind} input "
+        raise SpecError(f"{i}: {layer_type} needs {'an' if kind == IMAGE else 'a'} {kind} input "
                         f"(got {shape.kind} {shape.dims})")
     return shape
 
@@ -240,12 +366,34 @@ def _layer_list(raw_layers: List[dict], what: str) -> List[Dict[str, Any]]:
         missing = [k for k, v in allowed.items() if v is None and k not in OPTIONAL_KEYS and layer[k] is None]
         if missing:
             raise SpecError(f"{what} {i} ({kind_of}): missing {missing}")
-        if kind_of == "maxpool2d" and layer["stride"] is None:
+        if kind_of in POOLS and layer["stride"] is None:
             layer["stride"] = layer["pool"]
         if layer.get("padding") not in (None, "valid", "same"):
             raise SpecError(f"{what} {i} ({kind_of}): padding must be 'valid' or 'same'")
+        if kind_of == "activation" and layer["activation"] in (None, "linear"):
+            raise SpecError(f"{what} {i} (activation): name the nonlinearity, one of relu, tanh, sigmoid")
+        if kind_of == "batchnorm" and not (0 <= layer["momentum"] < 1 and layer["epsilon"] > 0):
+            raise SpecError(f"{what} {i} (batchnorm): momentum must be in [0, 1) (Keras' convention: "
+                            f"moving = momentum * moving + (1 - momentum) * batch) and epsilon > 0")
+        if kind_of == "residual":
+            _check_residual(layer, f"{what} {i}")
         layers.append(layer)
     return layers
+
+
+def _check_residual(layer: Dict[str, Any], where: str) -> None:
+    """A residual block's own keys; its branch layers validated (nested blocks are not supported)."""
+    if layer["shortcut"] not in SHORTCUTS:
+        raise SpecError(f"{where} (residual): shortcut must be one of {', '.join(SHORTCUTS)}")
+    if not isinstance(layer["repeat"], int) or layer["repeat"] < 1:
+        raise SpecError(f"{where} (residual): repeat must be a whole number >= 1")
+    if not isinstance(layer["layers"], list) or not layer["layers"]:
+        raise SpecError(f"{where} (residual): layers must be a non-empty list (the branch)")
+    layer["layers"] = _layer_list(layer["layers"], f"{where} branch layer")
+    if any(sub["type"] in ("residual", "embedding", "lstm", "flatten", "dense", "global_avgpool")
+           for sub in layer["layers"]):
+        raise SpecError(f"{where} (residual): a branch holds image layers only (conv2d, pools, batchnorm, "
+                        f"activation, dropout)")
 
 
 def _check_initial_states(encoder: Optional[List[dict]], decoder_lstms: List[dict]) -> None:

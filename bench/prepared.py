@@ -7,7 +7,9 @@ dataset is a folder with:
     images:    x uint8 (N, H, W, C), y int64 (N,)
     sequences: x int32 (N, maxlen) post-padded with 0, len int32 (N,) real lengths, y int64 (N,)
     seq2seq / language models add their own keys, named in meta.json; a workload's [arrays]
-    table says which of them play which role (bind_roles).
+    table says which of them play which role (bind_roles). A language model's x / y are windows
+    of its whole token streams (tokens_train, tokens_test); a workload whose spec sets data.window
+    reads windows of that length instead, cut from the streams in the run (windows(), load()).
 - ``meta.json``: {"format_version", "dataset", "source" ("real" | "synthetic"), "arrays_sha256",
     "num_classes", "keys", "raw_files": {name: sha256}, "raw_verification": {name: how it was
     verified, e.g. "manifest sha256"}, ...}
@@ -21,7 +23,7 @@ and the entrypoint reads it inside images of every era.
 
 import json
 from pathlib import Path
-from typing import Dict, Optional, Sequence
+from typing import Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -81,29 +83,67 @@ def read_meta(folder: Path) -> dict:
     return meta
 
 
-def split_sizes(folder: Path) -> Dict[str, int]:
-    """Examples per split, {"train": n, "test": n}: the length of y_<split> (what subsets index)."""
+def windows(stream: np.ndarray, steps: int) -> Tuple[np.ndarray, np.ndarray]:
+    """Non-overlapping windows x (N, steps) of a token stream and their next tokens y (N, steps).
+
+    The one place windows are cut: data/ptb.py prepares its arrays with it, and load() cuts other
+    lengths from the prepared token streams with it when a workload asks (its spec's data.window).
+    N = (len(stream) - 1) // steps; the tokens after the last whole window are dropped.
+    """
+    steps = int(steps)
+    if steps < 1:
+        raise UsageError(f"a window of {steps} tokens cannot be cut", "set data.window to 1 or more")
+    n = max(0, (len(stream) - 1) // steps)
+    x = stream[: n * steps].reshape(n, steps)
+    y = stream[1 : n * steps + 1].reshape(n, steps)
+    return np.ascontiguousarray(x), np.ascontiguousarray(y)
+
+
+def split_sizes(folder: Path, window: Optional[int] = None) -> Dict[str, int]:
+    """Examples per split, {"train": n, "test": n}: the length of y_<split> (what subsets index), or with
+    `window`, the number of `window`-token windows of each split's token stream (what load() then cuts)."""
     with np.load(str(Path(folder) / ARRAYS_FILE)) as npz:
-        return {split: int(len(npz["y_" + split])) for split in ("train", "test")}
+        if window is None:
+            return {split: int(len(npz["y_" + split])) for split in ("train", "test")}
+        return {split: max(0, (len(_stream(npz, split, folder)) - 1) // int(window)) for split in ("train", "test")}
+
+
+def _stream(npz, split: str, folder: Path) -> np.ndarray:
+    """The whole token stream tokens_<split> of a prepared language-model dataset (a UsageError if none)."""
+    key = "tokens_" + split
+    if key not in npz.files:
+        raise UsageError(
+            f"the workload cuts windows of its own length (data.window), but {folder} has no token stream '{key}'",
+            "use data.window only with a language-model dataset (ptb), or drop it to read the prepared windows")
+    return npz[key]
 
 
 def load(folder: Path, train_indices: Optional[Sequence[int]] = None,
-         test_indices: Optional[Sequence[int]] = None) -> PreparedData:
-    """Load a prepared dataset; keep only the given rows of each split (None = the whole split)."""
+         test_indices: Optional[Sequence[int]] = None, window: Optional[int] = None) -> PreparedData:
+    """Load a prepared dataset; keep only the given rows of each split (None = the whole split).
+
+    `window`: a language model's sequence length where it differs from the prepared windows; x and y
+    are then cut anew from the split's token stream (windows()) before the rows are picked, and the
+    prepared arrays themselves (their sha256, other workloads' runs) stay as they are.
+    """
     folder = Path(folder)
     meta = read_meta(folder)
     data = PreparedData(meta=meta)
     with np.load(str(folder / ARRAYS_FILE)) as npz:
         for split, rows in (("train", train_indices), ("test", test_indices)):
             keys = [key for key in npz.files if key.endswith("_" + split)]
-            n = len(npz["y_" + split])
+            cut = {}  # type: Dict[str, np.ndarray]
+            if window is not None:
+                cut["x"], cut["y"] = windows(_stream(npz, split, folder), window)
+            n = len(cut["y"]) if cut else len(npz["y_" + split])
             idx = None if rows is None else np.asarray(rows, dtype=np.int64)
             if idx is not None and len(idx) and (idx.min() < 0 or idx.max() >= n):
                 raise UsageError(
                     f"the run request selects rows outside the {n} {split} examples of {folder}",
                     "plan the run again against this prepared dataset (its arrays changed)")
             for key in keys:
-                arr = npz[key]
+                name = key[: -len(split) - 1]
+                arr = cut[name] if name in cut else npz[key]
                 # Only per-example arrays are subset; others (PTB's token stream) are kept whole.
                 getattr(data, split)[key[: -len(split) - 1]] = arr if idx is None or len(arr) != n else arr[idx]
     return data

@@ -15,9 +15,11 @@ Fields (all required; ``validate`` checks them on write and on read):
 - ``framework``, ``era`` (``current`` or ``paper``), ``workload``, ``profile``, ``spec``: the
   workload spec with the profile applied; its optional ``measurement`` table (the timing protocol,
   bench/measurement.py) is checked here.
-- ``data``: ``dataset``, ``source`` (real or synthetic), ``arrays_sha256``, ``path`` (the prepared
-  folder on the host; runners may mount it elsewhere), ``train_indices`` and ``test_indices``
-  (sorted row numbers of the subset, or null for the whole split).
+- ``data``: ``dataset``, ``source`` (real, synthetic or generated), ``arrays_sha256``, ``path`` (the
+  prepared folder on the host; runners may mount it elsewhere), ``train_indices`` and ``test_indices``
+  (sorted row numbers of the subset, or null for the whole split). Generated data (bench/generated.py:
+  random inputs made in the run) have dataset and source "generated", path "", null indices and
+  ``data.generated``, the recipe they are made from; no other data have that field.
 - ``device`` (cpu or gpu), ``threads`` (null = all the run may use), ``seed``, ``repeat``.
 - ``campaign``, ``runner`` (one of RUNNERS); ``environment``: ``env_id`` (lock sha256, image id,
   or for the system runner the sha256 of the installed packages) and ``image_digest`` (docker
@@ -43,7 +45,7 @@ import json
 from pathlib import Path
 from typing import Optional
 
-from bench import atomic, hashing, measurement
+from bench import atomic, generated, hashing, measurement
 from bench.errors import UsageError
 
 REQUEST_VERSION = 1
@@ -91,7 +93,9 @@ DATA_FIELDS = {
     "train_indices": _OPT_LIST,
     "test_indices": _OPT_LIST,
 }
-OPTIONAL_DATA_FIELDS = {"raw_files": (dict,)}
+OPTIONAL_DATA_FIELDS = {"raw_files": (dict,), "generated": (dict,)}
+# data.source: a prepared dataset's (bench.prepared.SOURCES), or data generated in the run.
+DATA_SOURCES = ("real", "synthetic", generated.SOURCE)
 RAW_FILE_FIELDS = {"sha256": (str,), "verified": (str,)}
 ENVIRONMENT_FIELDS = {"env_id": (str,), "image_digest": _OPT_STR}
 OPTIONAL_ENVIRONMENT_FIELDS = {"system": (dict,), "container": (dict,)}
@@ -160,6 +164,11 @@ def validate(request: dict, where: str = REQUEST_FILE) -> dict:
     _check(request["data"], DATA_FIELDS, f"{where}: data", OPTIONAL_DATA_FIELDS)
     for name, entry in sorted(request["data"].get("raw_files", {}).items()):
         _check(entry, RAW_FILE_FIELDS, f"{where}: data.raw_files.{name}")
+    if request["data"]["source"] not in DATA_SOURCES:
+        raise RequestError(where, f"data.source {request['data']['source']!r} is not one of {DATA_SOURCES}")
+    problem = generated.data_problem(request["data"])
+    if problem:
+        raise RequestError(where, problem)
     _check(request["environment"], ENVIRONMENT_FIELDS, f"{where}: environment", OPTIONAL_ENVIRONMENT_FIELDS)
     if request["runner"] not in RUNNERS:
         raise RequestError(where, f"runner {request['runner']!r} is not one of {RUNNERS}")

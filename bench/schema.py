@@ -24,7 +24,9 @@ import math
 from pathlib import Path
 from typing import Optional
 
-from bench import atomic
+import numpy as np
+
+from bench import atomic, generated
 from bench.measurement import ITERATIONS
 from bench.request import WRAPPERS, container_problem, system_environment_problem
 
@@ -120,6 +122,8 @@ RUN_ITERATION_TIMING_FIELDS = {
 ITERATION_STATS = ("mean", "median", "std", "min", "max", "p5", "p95")
 # dataset.raw_files (optional: runs before it lack it): {file name: these}, copied from the request.
 RUN_RAW_FILE_FIELDS = {"sha256": (str,), "verified": (str,)}
+# dataset.generated (only runs on generated data: bench/generated.py): the recipe, as the request had it;
+# such runs record no test_majority_rate (random labels: there is no accuracy to clear).
 # The monitor summary's contention figures (optional: runs before them lack them), checked when present.
 RUN_MONITOR_CONTENTION_FIELDS = {
     "other_cpu_s": OPT_NUM,
@@ -228,6 +232,10 @@ def validate_run(obj: dict, where: str = RUN_FILE) -> dict:
     _check_fields(obj["dataset"], {k: t for k, t in RUN_DATASET_FIELDS.items() if k in obj["dataset"]},
                   f"{where}: dataset")
     _check_raw_files(obj["dataset"].get("raw_files"), f"{where}: dataset.raw_files")
+    if "generated" in obj["dataset"]:
+        problem = generated.recipe_problem(obj["dataset"]["generated"])
+        if problem:
+            raise SchemaError(f"{where}: dataset: {problem}")
     if "gpu" in obj["device_used"]:
         _check_fields(obj["device_used"]["gpu"], RUN_GPU_FIELDS, f"{where}: device_used.gpu")
     if obj["config"]["runner"] in ("docker",) + WRAPPERS:
@@ -347,6 +355,8 @@ def _dataset_record(data: dict) -> dict:
                "path": data["path"]}
     if "raw_files" in data:
         dataset["raw_files"] = data["raw_files"]
+    if "generated" in data:  # data made in the run (bench/generated.py): the recipe they were made from
+        dataset["generated"] = data["generated"]
     return dataset
 
 
@@ -407,24 +417,16 @@ def read_metrics(run_dir: Path) -> list:
     return out
 
 
-def _percentile(ordered: list, q: float) -> float:
-    """The q-th percentile (0-100) of sorted values, interpolated linearly between ranks (NumPy's default)."""
-    pos = (len(ordered) - 1) * q / 100.0
-    lo = int(math.floor(pos))
-    hi = min(lo + 1, len(ordered) - 1)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
-
-
 def iteration_stats(seconds: list) -> Optional[dict]:
-    """ITERATION_STATS of per-iteration seconds (None for none); std is the sample one, None for one value."""
+    """ITERATION_STATS of per-iteration seconds (None for none); std is the sample one, None for one value.
+    Percentiles interpolate linearly between ranks (NumPy's default)."""
     if not seconds:
         return None
-    ordered = sorted(float(t) for t in seconds)
-    n = len(ordered)
-    mean = sum(ordered) / n
-    std = math.sqrt(sum((t - mean) ** 2 for t in ordered) / (n - 1)) if n > 1 else None
-    return {"mean": mean, "median": _percentile(ordered, 50), "std": std, "min": ordered[0], "max": ordered[-1],
-            "p5": _percentile(ordered, 5), "p95": _percentile(ordered, 95)}
+    values = np.asarray(seconds, dtype=np.float64)
+    p5, median, p95 = (float(v) for v in np.percentile(values, [5, 50, 95]))
+    return {"mean": float(values.mean()), "median": median,
+            "std": float(values.std(ddof=1)) if len(values) > 1 else None,
+            "min": float(values.min()), "max": float(values.max()), "p5": p5, "p95": p95}
 
 
 def summarize_iterations(rows: list) -> dict:

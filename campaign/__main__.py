@@ -81,7 +81,7 @@ def _threads(text: str) -> int:
 
 def _threads_text(matrix, threads: int) -> str:
     """'2 threads', or the swept counts ('threads 1, 2, 4 (swept)') when the experiment sweeps them."""
-    swept = sorted({p["threads"] for p in matrix.points() if "threads" in p})
+    swept = sorted({p["threads"] for p in matrix.points if "threads" in p})
     return f"threads {', '.join(map(str, swept))} (swept)" if swept else f"{threads} threads"
 
 
@@ -129,7 +129,7 @@ def cmd_run(argv: list[str]) -> int:
     matrix = plan.build_matrix(_names(a.frameworks), workloads, device, a.profile, a.repeats, a.data_source,
                                a.seed, a.era, target)
     if device == "gpu":
-        require_gpu(a.target or "this campaign", cpu_variant(a.target) if a.target else None)
+        require_gpu(a.target or "this campaign", target.cpu if target else None)
     name = a.campaign or a.target or "adhoc"
     threads = _threads(a.threads)
     slots = _slots(device, a.gpus, _parallel(a.parallel))
@@ -205,18 +205,6 @@ def _on_kubernetes(a: argparse.Namespace, runs: list, runner: str, campaign_dir:
     return QUEUED_EXIT
 
 
-def cpu_variant(target: str) -> str | None:
-    """The CPU experiment to offer instead of GPU experiment `target`: of its study's CPU experiments,
-    the one sharing the most workloads (the first declared on a tie); None when none shares any."""
-    from campaign.study import experiment, load_study
-
-    gpu = experiment(target)
-    shared = [(len(set(e.workloads) & set(gpu.workloads)), -i, e.name)
-              for i, e in enumerate(load_study(gpu.study).experiments.values()) if e.device == "cpu"]
-    best = max(shared, default=(0, 0, None))
-    return best[2] if best[0] else None
-
-
 def require_gpu(what: str, instead: str | None = None) -> None:
     """Stop with a clear message when no NVIDIA GPU answers; `instead` is the CPU make target to offer."""
     from bench.gpu import probe
@@ -231,13 +219,14 @@ def require_gpu(what: str, instead: str | None = None) -> None:
 
 def cmd_check_gpu(argv: list[str]) -> int:
     """`check-gpu [TARGET]`: for a GPU experiment (or no target), exit 0 with the GPUs found, or the
-    clear no-GPU error naming the study's CPU experiment; for a CPU experiment, exit 0 at once."""
+    clear no-GPU error naming the CPU counterpart its study file gives it (`cpu`); for a CPU experiment,
+    exit 0 at once."""
     from bench.gpu import probe
-    from campaign.study import experiment
 
-    if argv and experiment(argv[0]).device != "gpu":
+    target = _target(argv[0] if argv else None)
+    if target is not None and target.device != "gpu":
         return 0
-    require_gpu(argv[0] if argv else "this campaign", cpu_variant(argv[0]) if argv else None)
+    require_gpu(target.name if target else "this campaign", target.cpu if target else None)
     status = probe()
     for d in status.devices:
         print(f"GPU {d['index']}: {d['name']} (compute capability {d['compute_capability']}, "

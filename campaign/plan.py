@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
-from bench import atomic, frameworks, prepared
+from bench import atomic, frameworks, generated, modelplan, prepared
 from bench.errors import UsageError
 from campaign import requests, specs
 from campaign.runners import Runner
@@ -43,8 +44,10 @@ class Matrix:
     # The study experiment (make target) the matrix runs: its measurement protocol and sweep.
     experiment: Experiment | None = None
 
+    @cached_property
     def points(self) -> list[dict]:
-        """The sweep points every workload x framework x repeat runs at ([{}]: no sweep)."""
+        """The sweep points every workload x framework x repeat runs at ([{}]: no sweep); resolved once
+        (a "doubling" sweep reads the host's cores)."""
         return self.experiment.points() if self.experiment is not None else [{}]
 
 
@@ -97,8 +100,17 @@ def build_matrix(
 
 
 def datasets_needed(workload_names: list[str]) -> list[str]:
-    """The datasets a list of workloads reads."""
-    return sorted({specs.load(w)["dataset"] for w in workload_names})
+    """The prepared datasets a list of workloads reads (none for data generated in the run: nothing to
+    download or prepare for those)."""
+    return sorted({spec["dataset"] for spec in map(specs.load, workload_names) if not generated.is_generated(spec)})
+
+
+def untranslated(spec: dict, era: str) -> list[str]:
+    """What of a resolved workload spec's model the era's framework modules lack (bench/modelplan.py
+    ERA_LAYER_TYPES; empty for an era that translates every layer type)."""
+    if era not in modelplan.ERA_LAYER_TYPES:
+        return []
+    return modelplan.untranslated(modelplan.plan(spec), modelplan.ERA_LAYER_TYPES[era])
 
 
 def check_settings(campaign_dir: Path, wanted: dict) -> None:
@@ -135,14 +147,19 @@ def plan(matrix: Matrix, runner: Runner, campaign: str, campaign_dir: Path, data
     measurement = matrix.experiment.measurement_for(matrix.profile) if matrix.experiment is not None else None
     for wl_name in matrix.workloads:
         workload_spec = specs.load(wl_name, matrix.profile)
-        for point in matrix.points():
+        missing = untranslated(workload_spec, matrix.era)
+        if missing:  # every framework of the era would stop at its first layer: say so once, run the rest
+            print(f"skipping {wl_name}: the {matrix.era}-era framework modules do not translate {', '.join(missing)} "
+                  f"(run it with ERA=current)", flush=True)
+            continue
+        for point in matrix.points:
             spec = apply_point(workload_spec, point, measurement)
             at = "".join(f" {axis} {value}" for axis, value in point.items())
             for fw in matrix.frameworks:
                 for repeat in range(1, matrix.repeats + 1):
                     req = requests.resolve(
                         framework=fw, era=matrix.era, workload=wl_name, profile=matrix.profile, spec=spec,
-                        dataset=data[spec["dataset"]], device=matrix.device, threads=point.get("threads", threads),
+                        dataset=data.get(spec["dataset"]), device=matrix.device, threads=point.get("threads", threads),
                         seed=matrix.seed + repeat - 1, repeat=repeat, campaign=campaign, runner=runner.name,
                         environment=environments[fw], sweep=point)
                     runs.append(PlannedRun(req, f"{fw} {wl_name} {matrix.device}{at} repeat {repeat}"))

@@ -2,17 +2,20 @@
 
 The entrypoint inside an image reads only the request, so whatever needs the host's libraries is
 settled here: the workload spec resolved against a profile (TOML, campaign/specs.py), the rows of
-a subset (NumPy's current generator), and the prepared dataset's identity.
+a subset (NumPy's current generator), and the prepared dataset's identity, or, for a workload whose
+data are generated in the run (dataset = "generated": bench/generated.py), their recipe and sha256.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from bench import prepared, request
+from bench import generated, hashing, prepared, request
 from bench.errors import UsageError
 
 # Subsets are drawn with this fixed seed so every framework and repeat sees the same examples.
@@ -73,18 +76,42 @@ def raw_files_of(meta: dict) -> dict[str, dict[str, str]]:
             for name, digest in sorted((meta.get("raw_files") or {}).items())}
 
 
-def resolve(*, framework: str, era: str, workload: str, profile: str, spec: dict, dataset: Dataset, device: str,
-            threads: int | None, seed: int, repeat: int, campaign: str, runner: str, environment: Environment,
-            monitor: bool = True, sweep: dict | None = None) -> dict:
+def generated_data(spec: dict) -> dict:
+    """The request's data block of a workload whose data are generated in the run (bench/generated.py):
+    its recipe and the arrays' sha256 (a UsageError when the spec lacks what the recipe needs)."""
+    try:
+        rec = generated.recipe(spec)
+    except ValueError as exc:
+        raise UsageError(str(exc), f"fix campaign/workloads/{spec.get('name', '?')}.toml") from None
+    return _generated_data(hashing.canonical_json(rec))
+
+
+@functools.cache
+def _generated_data(recipe_json: str) -> dict:
+    # Making the arrays once per recipe gives their sha256 (every framework, repeat and sweep point shares it).
+    return generated.request_data(json.loads(recipe_json))
+
+
+def resolve(*, framework: str, era: str, workload: str, profile: str, spec: dict, dataset: Dataset | None,
+            device: str, threads: int | None, seed: int, repeat: int, campaign: str, runner: str,
+            environment: Environment, monitor: bool = True, sweep: dict | None = None) -> dict:
     """The run request of one run (validated, with its run_id); `sweep`: the study sweep's point it runs at
-    ({axis: value}; None or empty: no sweep)."""
-    data = {
-        "dataset": dataset.name, "source": dataset.source, "arrays_sha256": dataset.arrays_sha256,
-        "path": str(dataset.folder),
-        "train_indices": subset_indices(dataset.sizes["train"], spec["data"].get("train_subset")),
-        "test_indices": subset_indices(dataset.sizes["test"], spec["data"].get("test_subset")),
-    }
-    if dataset.raw_files:  # not part of the run's identity (bench/request.py): arrays_sha256 pins the data
+    ({axis: value}; None or empty: no sweep). `dataset`: the prepared dataset, None for generated data."""
+    if generated.is_generated(spec):
+        data = dict(generated_data(spec))
+    else:
+        if dataset is None:
+            raise UsageError(f"workload {workload} reads dataset '{spec['dataset']}', none was found",
+                             "plan the run with its prepared dataset")
+        window = spec["data"].get("window")  # windows the run cuts itself (bench/prepared.py): their count
+        sizes = prepared.split_sizes(dataset.folder, window) if window else dataset.sizes
+        data = {
+            "dataset": dataset.name, "source": dataset.source, "arrays_sha256": dataset.arrays_sha256,
+            "path": str(dataset.folder),
+            "train_indices": subset_indices(sizes["train"], spec["data"].get("train_subset")),
+            "test_indices": subset_indices(sizes["test"], spec["data"].get("test_subset")),
+        }
+    if dataset is not None and dataset.raw_files:  # not part of the run's identity: arrays_sha256 pins the data
         data["raw_files"] = dataset.raw_files
     return request.make(
         framework=framework, era=era, workload=workload, profile=profile, spec=spec, data=data, device=device,

@@ -59,7 +59,8 @@ def load(name: str, profile: str = "paper") -> dict[str, Any]:
     """Return the workload spec with the profile's overrides applied.
 
     The result has no 'profiles' table; it records the profile it was resolved for and a
-    'data' table with the train/test subset sizes (None = the whole split).
+    'data' table with the train/test subset sizes (None = the whole split) beside the spec's own [data]
+    keys (a language model's window: bench/prepared.py).
     """
     raw = _raw(name)
     profiles = raw.get("profiles", {})
@@ -70,7 +71,9 @@ def load(name: str, profile: str = "paper") -> dict[str, Any]:
         )
     spec = copy.deepcopy({k: v for k, v in raw.items() if k != "profiles"})
     spec["profile"] = profile
-    spec.setdefault("data", {"train_subset": None, "test_subset": None})
+    spec.setdefault("data", {})  # a spec's own [data] (e.g. a language model's window) keeps its keys
+    for key in ("train_subset", "test_subset"):
+        spec["data"].setdefault(key, None)
     table = copy.deepcopy(profiles.get(profile, {}))
     if any(key in table for key in DEPARTING_KEYS) and not table.get(DEPARTURE_KEY):
         raise UsageError(

@@ -6,6 +6,7 @@ analysis/studies; `reference`: its published tables in analysis/reference) and o
 
     device = "cpu" | "gpu"
     workloads = [...]                      # workload specs, campaign/workloads/<name>.toml
+    cpu = "<target>"                       # GPU experiments (required): the CPU experiment offered instead
     measurement = { protocol = "iterations", warmup = 100, iterations = 1000 }   # optional
     sweep = { threads = "doubling" | [1, 2, 4], batch_size = [50, 500] }       # optional
     [experiments.<target>.profiles.quick]                                      # optional, per profile:
@@ -15,8 +16,9 @@ With no `measurement`, runs follow the epoch protocol of their workload spec; a 
 into each run's resolved spec (bench.measurement.check validates it). A sweep runs every
 workload x framework x repeat once per point of the axes' product; each point enters the run request
 (request["sweep"]) and so its run id, and the report groups by it. `threads = "doubling"` is 1, 2, 4, ...
-up to and past the machine's physical cores (doubling_threads). Experiment names are unique across
-studies: they are the Makefile's campaign targets.
+up to and past the machine's physical cores (doubling_threads). Every GPU experiment's `cpu` names its CPU
+counterpart, which `make <gpu target>` offers on a machine without a GPU; it must be a CPU experiment of the
+same study. Experiment names are unique across studies: they are the Makefile's campaign targets.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from typing import Any
 
 from bench import measurement as measure
 from bench.errors import UsageError
-from bench.threads import physical_cores
+from bench.threads import physical_cores as host_physical_cores
 from campaign import specs
 
 STUDIES_DIR = Path(__file__).parent / "studies"
@@ -42,7 +44,7 @@ SWEEP_AXES: dict[str, tuple[str, ...]] = {
     "batch_size": ("training", "batch_size"),
 }
 _STUDY_KEYS = {"title", "claims", "reference"}
-_EXPERIMENT_KEYS = {"device", "workloads", "measurement", "sweep", "profiles"}
+_EXPERIMENT_KEYS = {"device", "workloads", "cpu", "measurement", "sweep", "profiles"}
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,8 @@ class Experiment:
     sweep: dict[str, Any] = field(default_factory=dict)
     # {profile: measurement keys that replace the experiment's for runs of that profile (quick: fewer steps)}
     profile_measurement: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # A GPU experiment's CPU counterpart in the same study (the make target offered without a GPU); None on a CPU one.
+    cpu: str | None = None
 
     def measurement_for(self, profile: str) -> dict[str, Any] | None:
         """The measurement table of this experiment's runs of `profile` (None: the epoch protocol)."""
@@ -106,6 +110,7 @@ def load_study(name: str) -> Study:
                    for target, table in (raw.get("experiments") or {}).items()}
     if not experiments:
         raise UsageError(f"{where} declares no experiment", "add an [experiments.<target>] table")
+    _check_counterparts(experiments, where)
     return Study(name, head["title"], head["claims"], tuple(head.get("reference", ())), experiments)
 
 
@@ -146,7 +151,24 @@ def _experiment(target: str, study: str, table: dict, where: str) -> Experiment:
         if not good:
             also = ' or "doubling"' if axis == "threads" else ""
             raise UsageError(f"{where} sweeps {axis} over {values!r}", f"give a list of positive whole numbers{also}")
-    return Experiment(target, study, table["device"], tuple(workloads), measurement, dict(sweep), by_profile)
+    cpu = table.get("cpu")
+    if cpu is not None and (table["device"] != "gpu" or not isinstance(cpu, str) or not cpu):
+        raise UsageError(f"{where} sets cpu = {cpu!r}" + (" but runs on the CPU" if table["device"] != "gpu" else ""),
+                         "only a GPU experiment names its CPU counterpart: cpu = \"<a CPU experiment of this study>\"")
+    return Experiment(target, study, table["device"], tuple(workloads), measurement, dict(sweep), by_profile, cpu)
+
+
+def _check_counterparts(experiments: dict[str, Experiment], where: str) -> None:
+    """Each GPU experiment's `cpu` names a CPU experiment of the same study file."""
+    cpus = [name for name, e in experiments.items() if e.device == "cpu"]
+    choices = f"choose from: {', '.join(cpus)}" if cpus else "add a CPU experiment to the study first"
+    for name, e in experiments.items():
+        if e.device == "gpu" and e.cpu is None:
+            raise UsageError(f"[experiments.{name}] of {where} names no CPU counterpart (what `make {name}` offers "
+                             f"without a GPU)", f"write cpu = \"<target>\" under it; {choices}")
+        if e.cpu is not None and e.cpu not in cpus:
+            raise UsageError(f"[experiments.{name}] of {where} sets cpu = {e.cpu!r}, which is not a CPU experiment "
+                             f"of this study", choices)
 
 
 def experiments() -> dict[str, Experiment]:
@@ -171,16 +193,11 @@ def experiment(target: str) -> Experiment:
 
 def doubling_threads(physical_cores: int | None = None) -> list[int]:
     """1, 2, 4, ... up to the first power of two past the physical cores (Shi et al.: up to and past them)."""
-    cores = physical_cores or physical_core_count()
+    cores = physical_cores or host_physical_cores()
     counts = [1]
     while counts[-1] <= cores:
         counts.append(counts[-1] * 2)
     return counts
-
-
-def physical_core_count() -> int:
-    """Physical cores of this machine (bench.threads.physical_cores, which run.json's host records too)."""
-    return physical_cores()
 
 
 def apply_point(spec: dict[str, Any], point: dict[str, Any], measurement: dict[str, Any] | None) -> dict[str, Any]:

@@ -44,7 +44,9 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--root", type=Path, default=DEFAULT_ROOT, help="data root folder (default: data)")
         p.add_argument("--manifest", type=Path, help="another manifest TOML instead of data/manifest.toml")
         if datasets:
-            p.add_argument("--datasets", nargs="+", metavar="NAME", help="datasets (default: all)")
+            # nargs="*": a target whose workloads all generate their data in the run (bench/generated.py)
+            # asks for none (`--datasets` with nothing after it), which downloads nothing, not everything.
+            p.add_argument("--datasets", nargs="*", metavar="NAME", help="datasets (default: all; none if empty)")
         p.add_argument("-q", "--quiet", action="store_true", help="no progress output on stderr")
 
     p = sub.add_parser("download", help="download, verify (sha256) and prepare real datasets")
@@ -76,11 +78,13 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _pick(requested: list[str] | None, known: list[str]) -> list[str]:
-    """The requested datasets (all when none), each checked before any work starts."""
+    """The requested datasets (all when not given, none when given empty), each checked before any work starts."""
     for name in requested or []:
         if name not in known:
             raise UsageError(f"unknown dataset '{name}'", f"choose from: {', '.join(known)}")
-    return list(dict.fromkeys(requested)) if requested else known
+    if requested == []:
+        print("no dataset to download or prepare (the workloads generate their data in the run)")
+    return known if requested is None else list(dict.fromkeys(requested))
 
 
 def _sizes(specs: list[str]) -> dict[str, tuple[int, int]]:

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from bench.atomic import write_bytes as write_bytes_atomic
+from bench.prepared import windows as prepared_windows
 from data.formats import RawFormatError
 from data.npz import Arrays
 
@@ -78,11 +79,13 @@ def encode(words: list[str], ids: dict[str, int]) -> np.ndarray:
 
 
 def windows(stream: np.ndarray, steps: int = PTB_NUM_STEPS) -> tuple[np.ndarray, np.ndarray]:
-    """Non-overlapping windows x (N, steps) of the stream and their next tokens y (N, steps)."""
-    n = max(0, (len(stream) - 1) // steps)
-    x = stream[: n * steps].reshape(n, steps)
-    y = stream[1 : n * steps + 1].reshape(n, steps)
-    return np.ascontiguousarray(x), np.ascontiguousarray(y)
+    """Non-overlapping windows x (N, steps) of the stream and their next tokens y (N, steps).
+
+    Cut by bench.prepared.windows, the one place windows are cut: a workload that asks for another
+    length (its spec's data.window, e.g. Shi et al.'s 32) gets its windows cut there, in the run,
+    from the token streams prepared here.
+    """
+    return prepared_windows(stream, steps)
 
 
 def prepare_ptb(raw: Path) -> tuple[Arrays, dict[str, Any]]:

@@ -11,6 +11,7 @@ from analysis.claims import (
     INSUFFICIENT,
     NOT_IN_CAMPAIGN,
     VERDICTS,
+    Claim,
     ClaimOutcome,
     ResultsTable,
     evaluate_claims,
@@ -19,6 +20,7 @@ from analysis.context import ReportContext
 from analysis.document import Block, Bullets, Heading, Inline, Para, Table, Tag
 from analysis.eras import eras_of, outside_image_text
 from analysis.studies import CLAIMS
+from campaign.study import known_studies, load_study
 
 
 @dataclass(frozen=True)
@@ -29,16 +31,49 @@ class EraOutcome:
     outcome: ClaimOutcome
 
 
+def claim_scopes() -> dict[str, str]:
+    """{the study name claims carry (Claim.study): its study file's name}, for every study file
+    (campaign/studies/<name>.toml [study] claims): a claim of such a study is tested on the runs of that
+    study's workloads (the run table's `study`, from the workload spec) and of workloads naming none."""
+    return {load_study(name).claims: name for name in known_studies()}
+
+
+def _foreign(rows: list[dict], scope: str | None) -> list[dict]:
+    """Rows of another study's workloads than scope (none without a scope)."""
+    return [r for r in rows if scope is not None and r.get("study") and r["study"] != scope]
+
+
+def _scope_note(claim: Claim, foreign: list[dict]) -> str:
+    """'; runs of fcn-r-mnist (study shi) are not DLBench's workloads: they do not count for its claims'."""
+    by_study: dict[str, set[str]] = {}
+    for r in foreign:
+        by_study.setdefault(str(r["study"]), set()).add(r["workload"])
+    names = "; ".join(f"{', '.join(sorted(wls))} (study {study})" for study, wls in sorted(by_study.items()))
+    return f"; runs of {names} are not {claim.study}'s workloads: they do not count for its claims"
+
+
 def claim_outcomes(ctx: ReportContext) -> list[EraOutcome]:
     """Every study's claim (analysis.studies.CLAIMS) evaluated on each era's run table and epoch records, in
-    claim order, paper era first. A verdict resting on paper-era runs outside the study's setup (another
-    Python: a test environment) says so in its caveat."""
+    claim order, paper era first; a claim of a study with a study file reads only the runs of its workloads
+    (claim_scopes), and where that leaves it undecided its evidence names the runs left out. A verdict resting
+    on paper-era runs outside the study's setup (another Python: a test environment) says so in its caveat."""
+    scopes = claim_scopes()
     per_era = []
     for era in eras_of(ctx.campaign.rows):
         rows = [r for r in ctx.campaign.rows if r["era"] == era]
         by_id = {r["run_id"]: r for r in rows}
+        tables: dict[str | None, ResultsTable] = {}
         outcomes = []
-        for o in evaluate_claims(ResultsTable(rows, ctx.epochs), CLAIMS):
+        for claim in CLAIMS:
+            scope = scopes.get(claim.study)
+            foreign = _foreign(rows, scope)
+            if scope not in tables:
+                left_out = {r["run_id"] for r in foreign}
+                tables[scope] = ResultsTable([r for r in rows if r["run_id"] not in left_out], ctx.epochs)
+            (o,) = evaluate_claims(tables[scope], [claim])
+            # A claim no campaign can decide yet (no decided_by) needs no word on which runs it left out.
+            if foreign and o.result.verdict == INSUFFICIENT and claim.decided_by:
+                o = replace(o, result=replace(o.result, evidence=o.result.evidence + _scope_note(claim, foreign)))
             test_env = outside_image_text(by_id[i] for i in o.result.run_ids if i in by_id)
             if test_env:
                 o = replace(o, caveat="; ".join(c for c in (o.caveat, f"{test_env}, not the study's setup") if c))
@@ -80,6 +115,9 @@ def claims_section(ctx: ReportContext) -> list[Block]:
              "grouped by study, and the claims it cannot decide are listed after them with the experiment that "
              f"would. {summary}. The exact tests: 'How each claim is tested'."),
     ]
+    scoped = _scope_text(ctx.campaign.rows)
+    if scoped:
+        blocks.append(Para(scoped))
     if caveated:
         blocks.append(Para(f"{caveated} verdicts rest on synthetic data, a non-paper profile or paper-era versions "
                            "outside their image: they show the checks run, and are not evidence about the paper.",
@@ -90,6 +128,24 @@ def claims_section(ctx: ReportContext) -> list[Block]:
     else:
         blocks.append(Para("This campaign decides none of the claims."))
     return blocks + _undecided_blocks(outcomes, by_era)
+
+
+def _scope_text(rows: list[dict]) -> str:
+    """How the claims are scoped by study, naming the campaign's workloads by study ('' when no run names one)."""
+    by_study: dict[str, set[str]] = {}
+    for r in rows:
+        if r.get("study"):
+            by_study.setdefault(str(r["study"]), set()).add(r["workload"])
+    if not by_study:
+        return ""
+    scopes = claim_scopes()
+    here = "; ".join(f"{study}: {', '.join(sorted(wls))}" for study, wls in sorted(by_study.items()))
+    cannot = sorted(claims for claims, study in scopes.items() if study not in by_study)
+    return ("A study's claims are tested only on the runs of its own workloads (each workload spec names its "
+            f"study; this campaign's runs are of {here})" + (
+                f", so this campaign cannot decide the claims of {' or '.join(cannot)}: they are listed "
+                "below with the runs left out" if cannot else "") + ". Claims of studies without a study file "
+            "(campaign/studies) read every run.")
 
 
 def _undecided_blocks(outcomes: list[EraOutcome], by_era: bool) -> list[Block]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from analysis.claims import PAPER_PROFILE
+from analysis.claims import PAPER_DATA, PAPER_PROFILE
 from analysis.context import ReportContext
 from analysis.document import Block, Heading, Inline, Para, Table, Tag
 from analysis.reference import METRIC_COLUMNS, PublishedValue, published_for
@@ -75,8 +75,8 @@ def comparison_section(ctx: ReportContext) -> list[Block]:
 
 
 def _paper_evidence(ctx: ReportContext) -> bool:
-    """True when every run used real data and the paper profile (verdicts then speak about the paper)."""
-    return all(r["data_source"] == "real" and r["profile"] == PAPER_PROFILE for r in ctx.campaign.rows)
+    """True when every run used the paper's data (PAPER_DATA) and profile (verdicts then speak about the paper)."""
+    return all(r["data_source"] in PAPER_DATA and r["profile"] == PAPER_PROFILE for r in ctx.campaign.rows)
 
 
 def _tolerance_cell(cell: CellSummary, est: Estimate, ref: PublishedValue | None) -> Inline:

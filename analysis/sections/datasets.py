@@ -15,6 +15,11 @@ def _rows_of(run: dict) -> list[tuple[str, ...]]:
     data = run.get("dataset") or {}
     key = (str(data.get("name") or "?"), str(data.get("source") or "?"), str(data.get("sha256") or "?"))
     raw_files = data.get("raw_files")
+    recipe = data.get("generated")
+    if recipe:  # random inputs made in the run (bench/generated.py): no raw file, the recipe instead
+        made = (f"{recipe['train_examples']} + {recipe['test_examples']} rows of {recipe['input_shape']}, "
+                f"{recipe['num_classes']} classes, seed {recipe['seed']}")
+        return [(*key, "—", "—", f"generated in the run ({recipe['method']}: {made})")]
     if not raw_files:
         return [(*key, "—", "—", NOT_RECORDED)]
     return [(*key, name, entry["sha256"], entry["verified"]) for name, entry in sorted(raw_files.items())]

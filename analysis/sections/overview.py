@@ -11,6 +11,13 @@ from analysis.eras import eras_of, outside_image_rows, outside_image_text, study
 from analysis.runs import PAPER_ERA
 from analysis.sections.columns import cell_columns
 from analysis.sections.environment import system_notes
+from bench.errors import UsageError
+from campaign.study import load_study
+
+# The study of the kit's first workloads (their spec's study), and how the header names its published numbers.
+DLBENCH = "dlbench"
+DLBENCH_COMPARED = ("DLBench (Elshawi, Wahab, Barnawi, Sakr; Cluster Computing 2021) and the numbers in its "
+                    "authors' logs")
 
 SYNTHETIC_BANNER = "SYNTHETIC DATA — demo only: accuracy and timing are not comparable to the paper"
 
@@ -23,20 +30,25 @@ def header_section(ctx: ReportContext) -> list[Block]:
     started = min((r["started_at"] for r in runs), default=None)
     finished = max((r["finished_at"] for r in runs if r["finished_at"]), default=None)
     folders = ", ".join(f"`{r}`" for r in c.roots)
+    others = [s for s in campaign_studies(c.rows) if s != DLBENCH]
+    titles = [study_title(s) for s in others]
     blocks: list[Block] = [
-        Heading(1, f"Reproduction report: {c.name}"),
+        Heading(1, f"Reproduction report: {c.name}" + (f" — {' and '.join(titles)}" if titles else "")),
         Para(f"Campaign folder{'s' if len(c.roots) > 1 else ''} {folders}: {len(c.rows)} runs "
              f"({n_ok} ok, {len(c.rows) - n_ok} failed), "
              f"run between {started or '?'} and {finished or '?'}. Report generated {ctx.generated_at} "
-             "by dlrepro's analysis from the runs' raw files. Compared against DLBench (Elshawi, Wahab, "
-             "Barnawi, Sakr; Cluster Computing 2021) and the numbers in its authors' logs."),
+             f"by dlrepro's analysis from the runs' raw files. {_compared_text(c.rows, others)}"),
     ]
     synthetic = [r for r in c.rows if r["data_source"] == "synthetic"]
     if synthetic:
         workloads = ", ".join(sorted({r["workload"] for r in synthetic}))
         blocks.append(Para(f"{SYNTHETIC_BANNER}. ({len(synthetic)} of {len(c.rows)} runs used synthetic "
                            f"data: {workloads}.)", "banner"))
-    unknown = [r for r in c.rows if r["data_source"] not in ("real", "synthetic")]
+    generated = sorted({r["workload"] for r in c.rows if r["data_source"] == "generated"})
+    if generated:
+        blocks.append(Para(f"{', '.join(generated)}: random inputs generated in each run, as the study timed these "
+                           "networks; their accuracy means nothing.", "note"))
+    unknown = [r for r in c.rows if r["data_source"] not in ("real", "synthetic", "generated")]
     if unknown:
         blocks.append(Para(f"{len(unknown)} runs do not record whether their data was real or synthetic "
                            "(usually runs that failed before loading it).", "note"))
@@ -47,6 +59,32 @@ def header_section(ctx: ReportContext) -> list[Block]:
             "for fewer epochs (see Workload settings), so the paper's numbers are shown for context only; "
             "ratios to them are not a reproduction verdict.", "note"))
     return blocks + _era_notes(ctx) + system_notes(ctx)
+
+
+def campaign_studies(rows: list[dict]) -> list[str]:
+    """The studies whose workloads the runs are of (the run table's `study`, from the workload spec), sorted."""
+    return sorted({str(r["study"]) for r in rows if r.get("study")})
+
+
+def study_title(name: str) -> str:
+    """A study's title as its study file gives it (campaign/studies/<name>.toml), else its name."""
+    try:
+        return load_study(name).title
+    except UsageError:  # a spec naming a study with no study file: its name is all there is
+        return name
+
+
+def _compared_text(rows: list[dict], others: list[str]) -> str:
+    """What the report compares against: DLBench's paper and logs (runs of DLBench's workloads, or of none
+    named), and each other study by its study file's title and reference tables."""
+    parts = [DLBENCH_COMPARED] if not others or DLBENCH in campaign_studies(rows) else []
+    for name in others:
+        try:
+            tables = ", ".join(load_study(name).reference)
+        except UsageError:
+            tables = ""
+        parts.append(study_title(name) + (f", its published tables in analysis/reference ({tables})" if tables else ""))
+    return "Compared against " + " and ".join(parts) + "."
 
 
 def _era_notes(ctx: ReportContext) -> list[Block]:

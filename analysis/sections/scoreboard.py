@@ -9,7 +9,7 @@ from analysis.figures import SCOREBOARD_FILE
 from analysis.scoreboard import Score, published_text, score_rows
 from analysis.sections.columns import cell_columns
 from analysis.stats import format_number
-from analysis.summary import LEARNT_MARGIN_PP, CellSummary
+from analysis.summary import LEARNT_MARGIN_PP, CellSummary, learnt
 from analysis.transfer import ACCURACY_TOLERANCE_PP, OUTSIDE, WITHIN
 
 HEADING = "Scoreboard: measured vs published"
@@ -27,7 +27,7 @@ def _accuracy(cell: CellSummary, score: Score) -> Inline:
     """The measured accuracy, marked where the mean is no better than always guessing the most frequent label."""
     text = _measured(cell, score, 4)
     floor, mean = cell.majority_accuracy, score.measured.mean
-    if floor is None or mean is None or mean > floor + LEARNT_MARGIN_PP:
+    if floor is None or mean is None or learnt(mean, floor):
         return text
     return Tag(f"{text}, not above guessing ({format_number(floor, 4)})", OUTSIDE)
 

@@ -8,9 +8,10 @@ STUDY = "Shams et al."
 
 
 def shams_multi_gpu_scaling(t: ResultsTable) -> ClaimResult:
-    """Needs runs on 1-4 GPUs and several nodes (NVLink vs PCIe); the kit runs one device per run, so this
-    is insufficient data (not in this campaign)."""
-    return not_in_campaign("multi-GPU and multi-node runs")
+    """Needs runs on 1-4 GPUs in one node, connected by NVLink and by PCIe, and on several nodes; the kit
+    runs one device per run (make shams-gpu: one GPU), so this is insufficient data (not in this campaign)."""
+    return not_in_campaign("runs on several GPUs in one node, over NVLink and over PCIe, and on several nodes; "
+                           "the kit runs one GPU per run, on one node")
 
 
 CLAIMS: list[Claim] = [

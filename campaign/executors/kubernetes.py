@@ -222,7 +222,9 @@ def job(runs: list[PlannedRun], campaign_subpath: str, batch: str, settings: Kub
     for run in runs:
         if not _SHELL_SAFE.fullmatch(run.run_id) or "/" in run.run_id:
             raise UsageError(f"run id {run.run_id!r} cannot name a file", "plan the campaign again")
-        lines.append(f"{run.run_id} {_under(run.request['data']['path'], settings.data_root, 'dataset', 'data root')}")
+        # Data generated in the run have no folder (path ""): the data root itself stands in, unread.
+        data = run.request["data"]["path"] or settings.data_root
+        lines.append(f"{run.run_id} {_under(data, settings.data_root, 'dataset', 'data root')}")
     gpu = request["device"] == "gpu"
     name = object_name(campaign, batch, framework)
     env = {"DLREPRO_RUNS": "\n".join(lines), "DLREPRO_CAMPAIGN_DIR": CAMPAIGN_MOUNT,

@@ -123,13 +123,14 @@ def ensure_image(spec: images.ImageSpec, target: Path) -> dict:
 def ch_command(image_dir: Path, request: dict, run_dir: Path) -> list[str]:
     """The command line of one run: namespaces for no network and read-only data, then ch-run as
     the image's non-root user on the request in the run folder."""
-    data = request["data"]["path"]
+    data = request["data"]["path"]  # "" for data generated in the run: nothing to bind
+    binds = ["-b", f"{data}:{DATA_MOUNT}"] if data else []
     ch_run = ["ch-run", "--set-env", "--set-env=HOME=/tmp", "--set-env=PYTHONUNBUFFERED=1", "--private-tmp",
-              "-u", str(IMAGE_UID), "-g", str(IMAGE_UID), "-b", f"{data}:{DATA_MOUNT}", "-b", f"{run_dir}:{OUT_MOUNT}",
+              "-u", str(IMAGE_UID), "-g", str(IMAGE_UID), *binds, "-b", f"{run_dir}:{OUT_MOUNT}",
               "-c", "/opt/dlrepro", str(image_dir), "--", PYTHON, "-m", "bench",
-              *entrypoint_args(OUT_MOUNT, DATA_MOUNT)]
+              *entrypoint_args(OUT_MOUNT, DATA_MOUNT if data else None)]
     lockdown = (f"mount --bind {shlex.quote(data)} {shlex.quote(data)} && "
-                f"mount -o remount,bind,ro {shlex.quote(data)} && exec {shlex.join(ch_run)}")
+                f"mount -o remount,bind,ro {shlex.quote(data)} && " if data else "") + f"exec {shlex.join(ch_run)}"
     user_ns = [] if os.getuid() == 0 else ["--map-root-user"]
     return ["unshare", *user_ns, "--net", "--mount", "--propagation", "private", "--", "sh", "-c", lockdown]
 

@@ -43,16 +43,18 @@ def container_config(request: dict, run_dir: Path, user: tuple[int, int], gpu: G
     from docker.types import DeviceRequest
 
     config = {
-        "image": request["environment"]["env_id"], "command": entrypoint_args(OUT_MOUNT, DATA_MOUNT),
+        "image": request["environment"]["env_id"],
+        "command": entrypoint_args(OUT_MOUNT, DATA_MOUNT if request["data"]["path"] else None),
         "user": f"{user[0]}:{user[1]}", "network_mode": "none",
-        "volumes": {request["data"]["path"]: {"bind": str(DATA_MOUNT), "mode": "ro"},
-                    str(run_dir): {"bind": str(OUT_MOUNT), "mode": "rw"}},
+        "volumes": {str(run_dir): {"bind": str(OUT_MOUNT), "mode": "rw"}},
         # Any uid must find a writable home (Keras, Theano and matplotlib write caches there).
         "environment": {"HOME": "/tmp", "PYTHONUNBUFFERED": "1"},
         "labels": {"org.dlrepro.run-id": request["run_id"], "org.dlrepro.campaign": request["campaign"]},
         "detach": True, "stdin_open": False, "tty": False,
         "security_opt": ["no-new-privileges"], "cap_drop": ["ALL"],
     }
+    if request["data"]["path"]:  # data generated in the run (path "") have no folder to mount
+        config["volumes"][request["data"]["path"]] = {"bind": str(DATA_MOUNT), "mode": "ro"}
     if request["device"] == "gpu":
         capabilities = [["gpu", "compute", "utility"]]
         if gpu is None:

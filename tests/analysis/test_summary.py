@@ -141,5 +141,7 @@ def test_iteration_protocol_runs_give_their_per_mini_batch_figures() -> None:
               "iteration_time_s": {"mean": 1.25, "median": 1.2, "std": 0.1, "min": 1.1, "max": 1.6, "p5": 1.1,
                                    "p95": 1.5}}
     assert iteration_columns(timing) == {"iteration_time_mean_s": 1.25, "iteration_time_median_s": 1.2,
-                                         "measured_iterations": 20}
+                                         "iteration_time_std_s": 0.1, "iteration_time_p5_s": 1.1,
+                                         "iteration_time_p95_s": 1.5, "measured_iterations": 20,
+                                         "warmup_iterations": 4, "warmup_time_s": None}
     assert set(iteration_columns({"training_time_s": 9.0}).values()) == {None}  # the epoch protocol

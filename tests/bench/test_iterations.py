@@ -178,7 +178,7 @@ def test_run_json_iteration_fields_are_all_or_none(tmp_path):
 @pytest.mark.slow
 def test_the_entrypoint_times_iterations_in_each_framework(tmp_path):
     """cnn-mnist smoke on synthetic data, W=3 and N=5, through `python -m bench run` in each current-era
-    framework's environment that has Trainer.step(); a plain pytorch run keeps the epoch protocol."""
+    framework's environment (each has Trainer.step()); a plain pytorch run keeps the epoch protocol."""
     import copy
     import os
     import subprocess
@@ -193,7 +193,7 @@ def test_the_entrypoint_times_iterations_in_each_framework(tmp_path):
     repo = Path(__file__).resolve().parents[2]
     subprocess.run([sys.executable, "-m", "data", "synthetic", "--root", str(tmp_path / "data"), "--datasets",
                     "mnist"], cwd=repo, check=True, capture_output=True)
-    frameworks = ("pytorch", "tensorflow", "mxnet", "keras", "chainer")
+    frameworks = ("pytorch", "tensorflow", "mxnet", "keras", "chainer", "theano")
     matrix = plan.Matrix(frameworks, ("cnn-mnist",), "cpu", "smoke", 1, "synthetic")
     cdir = tmp_path / "results" / "iterations"
     planned = plan.plan(matrix, LocalRunner(), "iterations", cdir, tmp_path / "data", threads=1)

@@ -9,6 +9,7 @@ import pytest
 from bench import modelplan
 from bench.modelplan import IMAGE, SEQUENCE, TOKENS, VECTOR, Pads, Shape, SpecError
 from campaign import specs
+from tests.plancount import trainable
 
 CNN_SPECS = [name for name in specs.known_workloads() if specs.load(name)["family"] == "cnn"]
 NO_PADS = Pads(0, 0, 0, 0)
@@ -49,6 +50,35 @@ WINDOWS = {
          ("conv2d", (2, 2, 192), Pads(2, 2, 2, 2)), ("maxpool2d", (2, 2, 192), Pads(0, 1, 0, 1))],
         2 * 2 * 192,
     ),
+    # Shi et al.'s AlexNet-R: 5x5 'same' convolutions, 3x3 stride-2 pools without padding (floor: 32 -> 15 -> 7 -> 3).
+    "alexnet-r-cifar10": (
+        [("conv2d", (32, 32, 32), Pads(2, 2, 2, 2)), ("maxpool2d", (15, 15, 32), NO_PADS),
+         ("conv2d", (15, 15, 32), Pads(2, 2, 2, 2)), ("maxpool2d", (7, 7, 32), NO_PADS),
+         ("conv2d", (7, 7, 64), Pads(2, 2, 2, 2)), ("avgpool2d", (3, 3, 64), NO_PADS)],
+        3 * 3 * 64,
+    ),
+    # Shams et al.'s Caffe LeNet: 5x5 'valid' convolutions, 2x2 pools on even sizes (Caffe's ceil = floor here).
+    "lenet-mnist": (
+        [("conv2d", (24, 24, 20), NO_PADS), ("maxpool2d", (12, 12, 20), NO_PADS),
+         ("conv2d", (8, 8, 50), NO_PADS), ("maxpool2d", (4, 4, 50), NO_PADS)],
+        4 * 4 * 50,
+    ),
+    # Shams et al.'s Caffe "quick" ConvNet: 3x3 stride-2 'same' pools give Caffe's rounded-up 16, 8, 4.
+    "convnet-cifar10": (
+        [("conv2d", (32, 32, 32), Pads(2, 2, 2, 2)), ("maxpool2d", (16, 16, 32), Pads(0, 1, 0, 1)),
+         ("conv2d", (16, 16, 32), Pads(2, 2, 2, 2)), ("avgpool2d", (8, 8, 32), Pads(0, 1, 0, 1)),
+         ("conv2d", (8, 8, 64), Pads(2, 2, 2, 2)), ("avgpool2d", (4, 4, 64), Pads(0, 1, 0, 1))],
+        4 * 4 * 64,
+    ),
+    # Shi et al.'s AlexNet-S (convnet-benchmarks): a 'valid' conv1 11x11 stride 4 over 227 gives the script's 55
+    # (224 padded by 2 on every side, of which it reads 227); then 'same' 5x5 and 3x3 convs, 3/2 pools: 27, 13, 6.
+    "alexnet-s-synthetic": (
+        [("conv2d", (55, 55, 64), NO_PADS), ("maxpool2d", (27, 27, 64), NO_PADS),
+         ("conv2d", (27, 27, 192), Pads(2, 2, 2, 2)), ("maxpool2d", (13, 13, 192), NO_PADS),
+         ("conv2d", (13, 13, 384), Pads(1, 1, 1, 1)), ("conv2d", (13, 13, 256), Pads(1, 1, 1, 1)),
+         ("conv2d", (13, 13, 256), Pads(1, 1, 1, 1)), ("maxpool2d", (6, 6, 256), NO_PADS)],
+        6 * 6 * 256,
+    ),
 }
 
 
@@ -68,7 +98,7 @@ def test_every_shipped_spec_is_planned(name):
             assert layer.index == i
             if i:  # shapes chain: each layer reads what the one before it gives
                 assert layer.input == stack[i - 1].output
-            assert (layer.pads is not None) == (layer.type in ("conv2d", "maxpool2d")), layer
+            assert (layer.pads is not None) == (layer.type in modelplan.WINDOWED), layer
     assert model.all_layers == (model.encoder or []) + model.layers
 
 
@@ -206,3 +236,142 @@ def test_encoder_decoder_hands_over_one_state():
     ):
         with pytest.raises(SpecError, match=message):
             modelplan.plan(_broken("seq2seq-manythings", change))
+
+
+# -- the residual vocabulary: batchnorm, activation, avgpool2d, global_avgpool, residual --------------
+def _image_spec(layers: list, input_shape=(32, 32, 3), num_classes: int = 10) -> dict:
+    """A minimal image classification spec around `layers` (global average pool and dense output added)."""
+    return {"training": {"loss": "categorical_crossentropy"},
+            "model": {"input_shape": list(input_shape), "num_classes": num_classes,
+                      "layers": [*layers, {"type": "global_avgpool"}, {"type": "dense", "units": num_classes}]}}
+
+
+def _block(filters: int, stride: int = 1, padding: str = "same", **keys) -> dict:
+    """A basic block: conv-BN-ReLU-conv-BN branch, ReLU after the add."""
+    return {"type": "residual", "activation": "relu", **keys, "layers": [
+        {"type": "conv2d", "filters": filters, "kernel": 3, "stride": stride, "padding": padding, "bias": False},
+        {"type": "batchnorm"}, {"type": "activation", "activation": "relu"},
+        {"type": "conv2d", "filters": filters, "kernel": 3, "padding": padding, "bias": False},
+        {"type": "batchnorm"}]}
+
+
+def test_batchnorm_activation_and_global_pool_keep_or_flatten_shapes():
+    model = modelplan.plan(_image_spec([{"type": "conv2d", "filters": 8, "kernel": 3, "bias": False},
+                                        {"type": "batchnorm"}, {"type": "activation", "activation": "relu"}]))
+    conv, norm, act, pool, dense = model.layers
+    assert conv["bias"] is False and modelplan.plan(specs.load("cnn-mnist")).layers[0]["bias"] is True
+    assert norm["momentum"] == 0.9 and norm["epsilon"] == 1e-5  # Keras' convention, PyTorch's defaults
+    assert norm.output == act.output == conv.output == Shape(IMAGE, (30, 30, 8))
+    assert pool.output == Shape(VECTOR, (8,)) and dense.input == Shape(VECTOR, (8,))
+    assert norm.pads is None and pool.pads is None
+    # batchnorm on a vector (after the pool) normalizes its features
+    vector = modelplan.plan(_image_spec([])).layers[0].output
+    spec = _image_spec([])
+    spec["model"]["layers"][1:1] = [{"type": "dense", "units": 4}, {"type": "batchnorm", "momentum": 0.99}]
+    assert modelplan.plan(spec).layers[2].output == Shape(VECTOR, (4,)) and vector == Shape(VECTOR, (3,))
+
+
+@pytest.mark.parametrize(("size", "pool", "stride", "padding", "out", "pads", "counts"), [
+    (16, 3, 2, "same", 8, (0, 1), [3] * 7 + [2]),  # asymmetric: the last window covers 2 real rows
+    (9, 3, 2, "same", 5, (1, 1), [2, 3, 3, 3, 2]),  # symmetric: both edge windows cover 2
+    (7, 2, 1, "same", 7, (0, 1), [2] * 6 + [1]),
+    (32, 3, 2, "valid", 15, (0, 0), [3] * 15),  # floor, no padding: every window whole
+])
+def test_avgpool2d_shapes_pads_and_real_value_counts(size, pool, stride, padding, out, pads, counts):
+    spec = _image_spec([{"type": "avgpool2d", "pool": pool, "stride": stride, "padding": padding}], (size, size, 2))
+    layer = modelplan.plan(spec).layers[0]
+    assert layer.output == Shape(IMAGE, (out, out, 2))
+    assert layer.pads == Pads(pads[0], pads[1], pads[0], pads[1])
+    assert modelplan.pool_counts(layer) == (counts, counts)
+    no_stride = _image_spec([{"type": "avgpool2d", "pool": 2}], (size, size, 2))
+    assert modelplan.plan(no_stride).layers[0]["stride"] == 2  # stride None = the pool size, as maxpool2d
+
+
+def test_resnet56_is_planned_block_by_block():
+    model = modelplan.plan(specs.load("resnet56-cifar10"))
+    blocks = [layer for layer in model.layers if layer.type == "residual"]
+    assert len(blocks) == 27 and len(model.layers) == 3 + 27 + 2  # repeat = 9 gives nine planned blocks
+    assert [layer.index for layer in model.layers] == list(range(32))
+    assert [b.output.dims for b in blocks[::9]] == [(32, 32, 16), (16, 16, 32), (8, 8, 64)]
+    projections = [i for i, b in enumerate(blocks) if b.shortcut]
+    assert projections == [9, 18]  # only where the shape changes
+    for b in blocks:
+        assert [layer.input for layer in b.branch[1:]] == [layer.output for layer in b.branch[:-1]]
+        assert b.branch[0].input == b.input and b.branch[-1].output == b.output
+    conv, norm = blocks[9].shortcut
+    assert (conv["kernel"], conv["stride"], conv["filters"], conv["bias"], conv.pads) == (1, 2, 32, False, NO_PADS)
+    assert norm.type == "batchnorm" and norm["epsilon"] == 2e-5  # the branch's batchnorm settings
+    assert blocks[9].branch[0]["stride"] == 2 and blocks[9].branch[0].pads == Pads(0, 1, 0, 1)
+    assert all(b.branch[0]["stride"] == 1 for b in blocks[10:18])  # the repeats keep the shape
+    assert model.layers[-2].output == Shape(VECTOR, (64,))
+    flat = model.flat_layers
+    assert sum(layer.type == "conv2d" for layer in flat) == 1 + 54 + 2 and flat[:3] == model.layers[:3]
+
+
+def test_resnet56_has_the_hand_counted_parameters():
+    # Hand count (no conv biases; batchnorm gamma and beta): stem conv 3x3x3x16 + BN 2x16; stage 1: nine blocks
+    # of two 3x3x16x16 convs + two BNs; stage 2: 3x3x16x32 + 3x3x32x32 + 2 BNs + projection 16x32 + BN, then
+    # eight blocks of two 3x3x32x32; stage 3 likewise with 64; dense 64x10 + 10.
+    stage1 = 9 * (2 * 9 * 16 * 16 + 2 * 32)
+    stage2 = (9 * 16 * 32 + 9 * 32 * 32 + 2 * 64 + 16 * 32 + 64) + 8 * (2 * 9 * 32 * 32 + 2 * 64)
+    stage3 = (9 * 32 * 64 + 9 * 64 * 64 + 2 * 128 + 32 * 64 + 128) + 8 * (2 * 9 * 64 * 64 + 2 * 128)
+    hand = 9 * 3 * 16 + 32 + stage1 + stage2 + stage3 + 64 * 10 + 10
+    assert hand == 855_770  # He et al.: 0.85M
+    assert trainable(modelplan.plan(specs.load("resnet56-cifar10")).layers) == hand
+
+
+def test_identity_shortcut_needs_a_branch_that_keeps_the_shape():
+    model = modelplan.plan(_image_spec([_block(3, repeat=2, shortcut="identity")]))
+    assert [b.shortcut for b in model.layers[:2]] == [[], []]
+    with pytest.raises(SpecError, match=r"layer 0: the residual branch gives image \(16, 16, 8\) but the identity "
+                                        r"shortcut keeps \(32, 32, 3\); use shortcut = \"projection\""):
+        modelplan.plan(_image_spec([_block(8, stride=2, shortcut="identity")]))
+
+
+@pytest.mark.parametrize(("layers", "message"), [
+    # 'valid' convs shrink the branch to 28 x 28; a strided 1x1 projection cannot follow
+    ([_block(8, padding="valid")],
+     r"layer 0: the projection shortcut gives \(32, 32, 8\) .* branch gives \(28, 28, 8\)"),
+    # a pool in the branch keeps its stride in every repeat: the second block would halve the image again
+    ([{"type": "residual", "repeat": 2, "layers": [{"type": "maxpool2d", "pool": 2}]}],
+     r"layer 0 \(repeat 2\): a repeated residual block must keep its shape \(16, 16, 3\)"),
+    ([{"type": "residual", "layers": [_block(3)]}], "a branch holds image layers only"),
+    ([{"type": "residual", "layers": [{"type": "flatten"}]}], "a branch holds image layers only"),
+    ([{"type": "residual", "layers": []}], "layers must be a non-empty list"),
+    ([{"type": "residual"}], r"missing \['layers'\]"),
+    ([_block(3, shortcut="zeros")], "shortcut must be one of identity, projection"),
+    ([_block(3, repeat=0)], "repeat must be a whole number >= 1"),
+    ([_block(3, activation="softmax")], "only allowed on the output layer"),
+    ([{"type": "residual", "layers": [{"type": "conv2d", "filters": 3, "kernel": 3, "padding": "same",
+                                       "dilation": 2}]}], r"layer 0 branch layer 0 \(conv2d\): unknown keys"),
+    ([{"type": "activation"}], "name the nonlinearity"),
+    ([{"type": "batchnorm", "momentum": 1.0}], r"momentum must be in \[0, 1\) \(Keras' convention"),
+    ([{"type": "avgpool2d", "pool": 40}], "layer 0: avgpool2d leaves no output"),
+])
+def test_residual_vocabulary_errors(layers, message):
+    with pytest.raises(SpecError, match=message):
+        modelplan.plan(_image_spec(layers))
+
+
+def test_residual_and_batchnorm_need_their_inputs():
+    spec = _image_spec([])
+    spec["model"]["layers"][1:1] = [_block(3)]  # after the global pool: a vector
+    with pytest.raises(SpecError, match=r"layer 1: residual needs an image input \(got vector \(3,\)\)"):
+        modelplan.plan(spec)
+    imdb = _broken("lstm-imdb", lambda s: s["model"]["layers"].insert(1, {"type": "batchnorm"}))
+    with pytest.raises(SpecError, match="layer 1: batchnorm needs an image or a vector input"):
+        modelplan.plan(imdb)
+    with pytest.raises(SpecError, match="layer 1: global_avgpool needs an image"):
+        modelplan.plan(_broken("lstm-imdb", lambda s: s["model"]["layers"].insert(1, {"type": "global_avgpool"})))
+
+
+def test_the_paper_era_names_what_it_does_not_translate():
+    paper = modelplan.ERA_LAYER_TYPES["paper"]
+    assert modelplan.untranslated(modelplan.plan(specs.load("cnn-mnist")), paper) == []
+    resnet = modelplan.plan(specs.load("resnet56-cifar10"))
+    missing = ["activation", "batchnorm", "global_avgpool", "residual", "conv2d with bias = false"]
+    assert modelplan.untranslated(resnet, paper) == missing
+    with pytest.raises(SpecError, match=r"^pytorch \(paper era\) does not translate activation, batchnorm, "
+                                        r"global_avgpool, residual, conv2d with bias = false \(only conv2d, "):
+        modelplan.require(resnet, paper, "pytorch (paper era)")
+    modelplan.require(resnet, tuple(modelplan.LAYER_KEYS), "current", no_bias=True)  # the current era: all of it

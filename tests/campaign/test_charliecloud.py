@@ -56,3 +56,18 @@ def test_an_image_changed_since_it_was_converted_is_refused_with_the_fix(convert
     assert f"delete {target} and run again, so it is converted anew" in message
     with pytest.raises(UsageError, match="no Charliecloud image prepared for pytorch"):
         runner.launch({"framework": "pytorch"}, target.parent / "run", 10)  # nothing was prepared
+
+
+def test_a_run_on_generated_data_binds_no_data_folder(tmp_path):
+    from campaign import requests, specs
+    from tests.runrecord import minimal_request
+
+    spec = specs.load("fcn-s-synthetic", "smoke")
+    req = minimal_request(workload="fcn-s-synthetic", spec=spec, data=requests.generated_data(spec))
+    command = ch.ch_command(tmp_path / "image", req, tmp_path / "run")
+    script = command[-1]
+    assert script.startswith("exec ch-run ") and "mount" not in script and str(ch.DATA_MOUNT) not in script
+    prepared = minimal_request(data={"dataset": "mnist", "source": "real", "arrays_sha256": "ab" * 32,
+                                     "path": str(tmp_path / "data"), "train_indices": None, "test_indices": None})
+    script = ch.ch_command(tmp_path / "image", prepared, tmp_path / "run")[-1]
+    assert f"mount -o remount,bind,ro {tmp_path / 'data'}" in script and f"--data {ch.DATA_MOUNT}" in script

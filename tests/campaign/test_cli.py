@@ -60,7 +60,7 @@ def no_gpu_here() -> None:
         pytest.skip("this machine has an NVIDIA GPU")
 
 
-@pytest.mark.parametrize("target, cpu", [("gpu-lstm", "cpu-lstm"), ("shi-gpu", "shi-cpu")])
+@pytest.mark.parametrize("target, cpu", [("gpu-lstm", "cpu-lstm"), ("shi-gpu", "shi-cpu"), ("shams-gpu", "shams-cpu")])
 def test_gpu_target_without_gpu_names_the_cpu_variant(target, cpu):
     no_gpu_here()
     start = time.monotonic()
@@ -72,9 +72,10 @@ def test_gpu_target_without_gpu_names_the_cpu_variant(target, cpu):
     assert line.endswith(f"run the CPU variant instead: make {cpu}")
 
 
-@pytest.mark.parametrize("target, cpu", [("shi-gpu", "shi-cpu"), ("gpu-cnn", "cpu-cnn"), ("gpu-lstm", "cpu-lstm")])
-def test_check_gpu_names_the_study_cpu_experiment_sharing_the_workloads(target, cpu):
-    # gpu-cnn's workloads are cpu-cnn's and SVHN: the CPU experiment sharing the most is offered.
+@pytest.mark.parametrize("target, cpu", [("shi-gpu", "shi-cpu"), ("gpu-cnn", "cpu-cnn"), ("gpu-lstm", "cpu-lstm"),
+                                         ("shams-gpu", "shams-cpu")])
+def test_check_gpu_names_the_cpu_counterpart_its_study_file_gives(target, cpu):
+    # The GPU experiment's `cpu` in its study file (gpu-cnn also runs SVHN, which cpu-cnn does not).
     no_gpu_here()
     proc = subprocess.run([sys.executable, "-m", "campaign", "check-gpu", target], cwd=REPO, capture_output=True,
                           text=True, timeout=60)
@@ -84,7 +85,7 @@ def test_check_gpu_names_the_study_cpu_experiment_sharing_the_workloads(target, 
     assert line.startswith(f"error: {target} needs an NVIDIA GPU") and line.endswith(f"make {cpu}")
 
 
-@pytest.mark.parametrize("target", ["cpu-cnn", "shi-cpu"])
+@pytest.mark.parametrize("target", ["cpu-cnn", "shi-cpu", "shams-cpu"])
 def test_check_gpu_passes_a_cpu_experiment_at_once(target):
     proc = subprocess.run([sys.executable, "-m", "campaign", "check-gpu", target], cwd=REPO, capture_output=True,
                           text=True, timeout=60)

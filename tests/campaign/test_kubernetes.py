@@ -131,6 +131,19 @@ def test_each_framework_is_one_indexed_job_of_its_image_by_digest_trying_each_ru
     assert env["DLREPRO_BATCH"] == "batches/kubernetes-1"
 
 
+def test_runs_on_generated_data_need_no_dataset_under_the_data_root(tmp_path):
+    from campaign import requests, specs
+
+    spec = specs.load("fcn-s-synthetic", "smoke")
+    runs = [PlannedRun(minimal_request(seed, runner="docker", campaign="shi-cpu", env_id="sha256:" + "cd" * 32,
+                                       workload="fcn-s-synthetic", spec=spec, data=requests.generated_data(spec),
+                                       image_digest=DIGEST.format(fw="pytorch")), f"run {seed}") for seed in range(2)]
+    objects = k8s.manifests(runs, batch_dir(tmp_path, "shi-cpu"), settings(tmp_path))
+    k8s.validate(objects)
+    env = {e["name"]: e.get("value") for e in jobs(objects)[0]["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert env["DLREPRO_RUNS"] == "\n".join(f"{r.run_id} ." for r in runs)  # the data root stands in, unread
+
+
 @pytest.mark.parametrize("digest", [None, "sha256:" + "ef" * 32])
 def test_an_image_without_a_registry_digest_stops_naming_make_push(tmp_path, digest):
     with pytest.raises(UsageError, match=r"the pytorch image has no registry digest .*make push REGISTRY="):

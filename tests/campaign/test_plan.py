@@ -73,3 +73,26 @@ def test_a_campaign_keeps_its_profile_data_and_threads(tmp_path):
     with pytest.raises(UsageError, match="PROFILE=smoke, not PROFILE=quick"):
         plan.plan(quick, runner, "t", campaign_dir, tmp_path / "data", threads=1)
     assert sorted(p.name for p in campaign_dir.iterdir()) == done  # nothing written or removed
+
+
+def test_generated_data_need_no_dataset_and_no_data_root(tmp_path):
+    # FCN-S beside FCN-R: only MNIST is needed (and downloaded by its make target); FCN-S's data come in its request.
+    assert plan.datasets_needed(["fcn-s-synthetic", "fcn-r-mnist", "alexnet-s-synthetic"]) == ["mnist"]
+    m = plan.Matrix(("pytorch", "keras"), ("alexnet-s-synthetic", "fcn-s-synthetic"), "cpu", "smoke", 2, "real")
+    runs = plan.plan(m, ScriptRunner("ok"), "t", tmp_path / "r", tmp_path / "no-data", 1)
+    assert len(runs) == 8 and not (tmp_path / "no-data").exists()
+    for run in runs:
+        data = run.request["data"]
+        assert (data["source"], data["path"], data["train_indices"]) == ("generated", "", None)
+        assert data["generated"]["train_examples"] == 8 and data["generated"]["seed"] == 0
+    # Same bytes in: one data identity per workload, for every framework and repeat.
+    shas = {(r.request["workload"], r.request["data"]["arrays_sha256"]) for r in runs}
+    assert len(shas) == 2
+
+
+def test_a_generated_workload_without_row_counts_names_the_fix():
+    spec = specs.load("alexnet-s-synthetic")
+    spec["data"]["train_subset"] = None
+    with pytest.raises(UsageError, match=r"train_subset and test_subset in every profile; fix campaign/workloads/"
+                                         r"alexnet-s-synthetic.toml"):
+        requests.generated_data(spec)

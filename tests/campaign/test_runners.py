@@ -61,6 +61,18 @@ def test_container_is_locked_down(tmp_path):
     assert "device_requests" not in cfg
 
 
+def test_a_run_on_generated_data_mounts_no_data(tmp_path):
+    pytest.importorskip("docker")
+    from campaign import requests, specs
+
+    spec = specs.load("fcn-s-synthetic", "smoke")
+    req = minimal_request(runner="docker", workload="fcn-s-synthetic", spec=spec, data=requests.generated_data(spec),
+                          env_id="sha256:" + "12" * 32, image_digest="sha256:" + "12" * 32)
+    cfg = container_config(req, tmp_path / "out", (10001, 10001))
+    assert list(cfg["volumes"]) == [str(tmp_path / "out")]
+    assert cfg["command"] == ["run", "--request", "/out/request.json", "--out", "/out"]
+
+
 def test_gpu_runs_request_gpus_with_the_utility_capability(tmp_path):
     pytest.importorskip("docker")
     cfg = container_config(_request(tmp_path, "gpu"), tmp_path / "out", (1000, 1000))

@@ -43,7 +43,6 @@ def test_doubling_threads_go_past_the_physical_cores():
     assert study.doubling_threads(2) == [1, 2, 4]
     assert study.doubling_threads(16) == [1, 2, 4, 8, 16, 32]
     assert study.doubling_threads(6) == [1, 2, 4, 8]
-    assert study.physical_core_count() >= 1
 
 
 def _study_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, experiments: str) -> None:
@@ -145,3 +144,48 @@ def test_an_explicit_epoch_protocol_leaves_the_spec_and_the_run_id_alone():
 
     spec = specs.load("cnn-mnist", "smoke")
     assert study.apply_point(spec, {}, {"protocol": "epochs"}) == spec
+
+
+def test_every_gpu_experiment_names_its_cpu_counterpart_in_its_own_study():
+    # What `make <gpu target>` offers on a machine without a GPU: data in the study file, not a guess.
+    found = study.experiments()
+    gpu = {name: e for name, e in found.items() if e.device == "gpu"}
+    assert {name: e.cpu for name, e in gpu.items()}.items() >= {"gpu-cnn": "cpu-cnn", "gpu-lstm": "cpu-lstm",
+                                                                "shi-gpu": "shi-cpu", "shams-gpu": "shams-cpu"}.items()
+    for name, e in gpu.items():
+        assert e.cpu is not None, name
+        assert (found[e.cpu].device, found[e.cpu].study) == ("cpu", e.study), name
+    assert all(e.cpu is None for e in found.values() if e.device == "cpu")
+
+
+_CPU_AND_GPU = ('[experiments.s-cpu]\ndevice = "cpu"\nworkloads = ["cnn-mnist"]\n\n'
+                '[experiments.s-gpu]\ndevice = "gpu"\nworkloads = ["cnn-mnist"]\n')
+
+
+@pytest.mark.parametrize("cpu, text", [
+    ('"s-cpux"', "[experiments.s-gpu] of campaign/studies/s.toml sets cpu = 's-cpux', which is not a CPU "
+                 "experiment of this study; choose from: s-cpu"),
+    ('"s-gpu"', "sets cpu = 's-gpu', which is not a CPU experiment of this study; choose from: s-cpu"),
+    ('"cpu-cnn"', "sets cpu = 'cpu-cnn', which is not a CPU experiment of this study; choose from: s-cpu"),
+    ("3", "sets cpu = 3; only a GPU experiment names its CPU counterpart"),
+    (None, "[experiments.s-gpu] of campaign/studies/s.toml names no CPU counterpart (what `make s-gpu` offers "
+           "without a GPU); write cpu = \"<target>\" under it; choose from: s-cpu"),
+])
+def test_a_gpu_experiments_cpu_must_be_a_cpu_experiment_of_its_study(tmp_path, monkeypatch, cpu, text):
+    _study_file(tmp_path, monkeypatch, _CPU_AND_GPU + (f"cpu = {cpu}\n" if cpu else ""))
+    with pytest.raises(UsageError) as caught:
+        study.load_study("s")
+    assert text in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_a_cpu_experiment_names_no_cpu_counterpart(tmp_path, monkeypatch):
+    _study_file(tmp_path, monkeypatch, '[experiments.s-cpu]\ndevice = "cpu"\nworkloads = ["cnn-mnist"]\n'
+                'cpu = "s-cpu"\n')
+    with pytest.raises(UsageError, match=r"sets cpu = 's-cpu' but runs on the CPU; only a GPU experiment names"):
+        study.load_study("s")
+
+
+def test_a_gpu_experiments_cpu_counterpart_is_read(tmp_path, monkeypatch):
+    _study_file(tmp_path, monkeypatch, _CPU_AND_GPU + 'cpu = "s-cpu"\n')
+    assert study.experiment("s-gpu").cpu == "s-cpu"
+    assert study.experiment("s-cpu").cpu is None

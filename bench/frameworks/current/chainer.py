@@ -102,12 +102,12 @@ def _explicit_pad(x: Any, pads: modelplan.Pads, value: float) -> Any:
 class _Conv2D(chainer.Chain):
     """links.Convolution2D with the plan's padding (an asymmetric 'same' padded by hand)."""
 
-    def __init__(self, c_in: int, filters: int, kernel: int, stride: int, pads: modelplan.Pads):
+    def __init__(self, c_in: int, filters: int, kernel: int, stride: int, pads: modelplan.Pads, bias: bool = True):
         super().__init__()
         self.pads = pads
         with self.init_scope():
             self.conv = L.Convolution2D(c_in, filters, kernel, stride=stride,
-                                        pad=(pads.top, pads.left) if pads.symmetric else 0)
+                                        pad=(pads.top, pads.left) if pads.symmetric else 0, nobias=not bias)
 
     def forward(self, x: Any) -> Any:
         if not self.pads.symmetric:
@@ -128,6 +128,40 @@ class _MaxPool2D:
         else:
             x, pad = _explicit_pad(x, self.pads, -np.inf), 0
         return F.max_pooling_2d(x, self.pool, stride=self.stride, pad=pad, cover_all=False)
+
+
+class _AvgPool2D:
+    """F.average_pooling_2d over the real values only (TensorFlow's 'same' rule): Chainer divides by the
+    whole window, padding included, so a padded pool is rescaled by the plan's counts of real values."""
+
+    def __init__(self, layer: modelplan.Layer):
+        self.pool, self.stride, self.pads = layer["pool"], layer["stride"], layer.pads
+        self.factor = None
+        if any(self.pads):
+            rows, cols = modelplan.pool_counts(layer)
+            window = self.pool * self.pool
+            self.factor = np.array([[window / (r * c) for c in cols] for r in rows], dtype=np.float32)[None, None]
+
+    def __call__(self, x: Any) -> Any:
+        if self.factor is None:
+            return F.average_pooling_2d(x, self.pool, stride=self.stride)
+        out = F.average_pooling_2d(_explicit_pad(x, self.pads, 0.0), self.pool, stride=self.stride)
+        return out * chainer.backend.get_array_module(out.array).asarray(self.factor)
+
+
+class _Residual(chainer.Chain):
+    """One residual block: activation(branch(x) + shortcut(x)); an empty shortcut is the identity."""
+
+    def __init__(self, branch: SpecChain, shortcut: SpecChain, activation: str | None):
+        super().__init__()
+        with self.init_scope():
+            self.branch = branch
+            self.shortcut = shortcut
+        self.activation = _ACTIVATIONS[activation] if activation not in (None, "linear") else None
+
+    def forward(self, x: Any) -> Any:
+        out = self.branch(x) + self.shortcut(x)
+        return self.activation(out) if self.activation else out
 
 
 class _Embed(chainer.Chain):
@@ -258,7 +292,18 @@ def _build_stack(layers: list[modelplan.Layer], returns_state: bool = False, cal
         i, kind = layer.index, layer.type
         if kind == "conv2d":
             steps.append((kind, _Conv2D(layer.input.features, layer["filters"], layer["kernel"], layer["stride"],
-                                        layer.pads)))
+                                        layer.pads, layer["bias"])))
+        elif kind == "avgpool2d":
+            steps.append((kind, _AvgPool2D(layer)))
+        elif kind == "global_avgpool":
+            steps.append((kind, lambda x: F.mean(x, axis=(2, 3))))
+        elif kind == "batchnorm":  # Chainer's decay is the plan's (Keras') momentum; mode: chainer.config.train
+            steps.append((kind, L.BatchNormalization(layer.input.features, decay=layer["momentum"],
+                                                     eps=layer["epsilon"])))
+        elif kind == "residual":
+            steps.append((kind, _Residual(_build_stack(layer.branch), _build_stack(layer.shortcut),
+                                          layer["activation"])))
+            continue  # its activation is after the add
         elif kind == "maxpool2d":
             steps.append((kind, _MaxPool2D(layer["pool"], layer["stride"], layer.pads)))
         elif kind == "dropout":
@@ -546,8 +591,7 @@ class ChainerTrainer:
 
     def info(self) -> dict:
         """What was really used: device, threads, kernels, layout, optimizer semantics, versions."""
-        layers = self.spec_model.all_layers
-        types = {layer["type"] for layer in layers}
+        types = {layer.type for layer in self.spec_model.flat_layers}
         blas = _blas()
         blas_threads = min((lib["num_threads"] for lib in blas), default=1)
         blas_name = (
@@ -556,6 +600,11 @@ class ChainerTrainer:
         )
         cudnn = self.gpu and cuda.cudnn_enabled
         kernels = {}
+        if "batchnorm" in types:
+            kernels["batchnorm"] = ("links.BatchNormalization (decay = the plan's momentum; batch statistics while "
+                                    "chainer.config.train, moving ones in evaluation)")
+        if "residual" in types:
+            kernels["residual"] = "activation(branch(x) + shortcut(x)); projection = 1x1 Convolution2D(nobias) + BN"
         if "conv2d" in types:
             kernels["conv2d"] = (
                 "links.Convolution2D (cuDNN, autotune on)" if cudnn

@@ -65,6 +65,8 @@ def build_model(model: modelplan.ModelPlan, steps: int | None) -> keras.Model:
     """
     if model.encoder is not None:
         return build_seq2seq(model)
+    if any(layer.type == "residual" for layer in model.layers):
+        return build_residual(model)
     if model.input_shape is not None:
         stack: list[Any] = [keras.Input(shape=model.input_shape, dtype="float32")]
     else:
@@ -101,6 +103,24 @@ def build_seq2seq(model: modelplan.ModelPlan) -> keras.Model:
     return keras.Model({"x": source, "x_dec": target}, h, name="seq2seq")
 
 
+def build_residual(model: modelplan.ModelPlan) -> keras.Model:
+    """A stack with residual blocks, as a functional keras.Model: each block adds its branch's output
+    to its shortcut's (the input itself where the shortcut is the identity), then the activation."""
+    image = keras.Input(shape=model.input_shape, dtype="float32")
+    return keras.Model(image, _apply(model.layers, image), name="residual")
+
+
+def _apply(layers: list[modelplan.Layer], h: Any) -> Any:
+    """Planned layers called in order on a functional tensor, residual blocks recursively."""
+    for layer in layers:
+        if layer.type == "residual":
+            added = keras.layers.Add()([_apply(layer.branch, h), _apply(layer.shortcut, h)])
+            h = keras.layers.Activation(layer["activation"] or "linear")(added)
+        else:
+            h = _layer(layer, False)(h)
+    return h
+
+
 def _reads_lengths(layers: list[modelplan.Layer], what: str) -> bool:
     """Whether an LSTM of the list reads real lengths, which the embedding's mask then carries."""
     for i, layer in enumerate(layers):
@@ -116,10 +136,18 @@ def _layer(layer: modelplan.Layer, mask_zero: bool, return_state: bool = False) 
     if kind == "conv2d":
         return layers.Conv2D(
             layer["filters"], layer["kernel"], strides=layer["stride"],
-            padding=layer["padding"], activation=layer["activation"],
+            padding=layer["padding"], activation=layer["activation"], use_bias=layer["bias"],
         )
     if kind == "maxpool2d":
         return layers.MaxPooling2D(layer["pool"], strides=layer["stride"], padding=layer["padding"])
+    if kind == "avgpool2d":  # TensorFlow's 'same' average counts the real values only, as the plan defines
+        return layers.AveragePooling2D(layer["pool"], strides=layer["stride"], padding=layer["padding"])
+    if kind == "global_avgpool":
+        return layers.GlobalAveragePooling2D()
+    if kind == "batchnorm":  # the plan's momentum is Keras' own convention
+        return layers.BatchNormalization(momentum=layer["momentum"], epsilon=layer["epsilon"])
+    if kind == "activation":
+        return layers.Activation(layer["activation"])
     if kind == "dropout":
         return layers.Dropout(layer["rate"])
     if kind == "flatten":
@@ -321,8 +349,14 @@ class KerasTrainer:
 
     def _kernels(self, gpu: bool) -> dict[str, str]:
         all_layers = self.spec_model.all_layers
-        types = {layer.type for layer in all_layers}
+        types = {layer.type for layer in self.spec_model.flat_layers}
         kernels = {}
+        if "batchnorm" in types:
+            kernels["batchnorm"] = ("keras.layers.BatchNormalization (fit/train_on_batch: batch statistics; "
+                                    "evaluate: moving ones)")
+        if "residual" in types:
+            kernels["residual"] = ("functional keras.Model: Add()([branch, shortcut]) -> Activation; "
+                                   "projection 1x1 Conv2D + BN")
         if "conv2d" in types:
             onednn = os.environ.get("TF_ENABLE_ONEDNN_OPTS", "1") != "0"
             kernels["conv2d"] = "keras.layers.Conv2D (" + (

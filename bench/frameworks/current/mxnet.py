@@ -100,6 +100,46 @@ class _Pad(gluon.HybridBlock):
         return F.pad(x, mode="constant", pad_width=self.pad_width, constant_value=self.value)
 
 
+class _Rescale(gluon.HybridBlock):
+    """Multiplies by a constant (1, 1, H, W) map: an average pool's full-window divisor -> real-value count."""
+
+    def __init__(self, factor: np.ndarray, **kwargs):
+        super().__init__(**kwargs)
+        with self.name_scope():
+            self.factor = self.params.get_constant("factor", factor)  # grad_req null: not trainable
+
+    def hybrid_forward(self, F, x, factor):  # noqa: N803
+        return F.broadcast_mul(x, factor)
+
+
+class _Residual(gluon.HybridBlock):
+    """One residual block: activation(branch(x) + shortcut(x)); an empty shortcut is the identity."""
+
+    def __init__(self, branch: gluon.HybridBlock, shortcut: gluon.HybridBlock, activation: str | None, **kwargs):
+        super().__init__(**kwargs)
+        self.branch = branch
+        self.shortcut = shortcut
+        self.activation = _ACTIVATIONS.get(activation) if activation not in (None, "linear") else None
+
+    def hybrid_forward(self, F, x):  # noqa: N803
+        out = self.branch(x) + self.shortcut(x)
+        return F.Activation(out, act_type=self.activation) if self.activation else out
+
+
+def _avgpool(layer: modelplan.Layer) -> list[gluon.HybridBlock]:
+    """An average over the real values only (TensorFlow's 'same' rule): count_include_pad=False where the
+    padding is symmetric; otherwise zeros padded explicitly, a full-window average, rescaled by the plan's counts."""
+    pads = layer.pads
+    if pads.symmetric:
+        return [nn.AvgPool2D(pool_size=layer["pool"], strides=layer["stride"], padding=(pads.top, pads.left),
+                             count_include_pad=False, layout="NCHW")]
+    rows, cols = modelplan.pool_counts(layer)
+    window = layer["pool"] * layer["pool"]
+    factor = np.array([[window / (r * c) for c in cols] for r in rows], dtype=np.float32)[None, None]
+    return [_Pad(*pads, 0.0), nn.AvgPool2D(pool_size=layer["pool"], strides=layer["stride"], padding=0, layout="NCHW"),
+            _Rescale(factor)]
+
+
 def _zero_state(F, x, units: int):  # noqa: N803
     """Zeros (1, N, units) on x's context for a time-major x; works on symbols (no shapes) too."""
     first = F.slice_axis(F.slice_axis(x, axis=0, begin=0, end=1), axis=2, begin=0, end=1)  # (1, N, 1)
@@ -251,8 +291,19 @@ def _build_stack(layers: list[modelplan.Layer], gpu: bool, returns_state: bool =
             else:  # TensorFlow puts the odd pixel after (even kernels, some strides)
                 blocks.append(_Pad(*pads, 0.0))
             blocks.append(nn.Conv2D(layer["filters"], layer["kernel"], strides=layer["stride"], padding=padding,
-                                    activation=act, layout="NCHW", in_channels=layer.input.features))
+                                    activation=act, layout="NCHW", in_channels=layer.input.features,
+                                    use_bias=layer["bias"]))
             act = None
+        elif kind == "avgpool2d":
+            blocks += _avgpool(layer)
+        elif kind == "global_avgpool":
+            blocks += [nn.GlobalAvgPool2D(layout="NCHW"), nn.Flatten()]
+        elif kind == "batchnorm":  # Gluon's momentum is Keras' (the moving statistics' weight), axis 1 = channels
+            blocks.append(nn.BatchNorm(axis=1, momentum=layer["momentum"], epsilon=layer["epsilon"],
+                                       in_channels=layer.input.features))
+        elif kind == "residual":
+            blocks.append(_Residual(_build_stack(layer.branch, gpu), _build_stack(layer.shortcut, gpu), act))
+            act = None  # applied after the add
         elif kind == "maxpool2d":
             if any(layer.pads):  # Gluon pools pad symmetrically only; -inf never wins a max, as in TensorFlow
                 blocks.append(_Pad(*layer.pads, float("-inf")))
@@ -584,8 +635,13 @@ class MXNetTrainer:
         features = mx.runtime.Features()
         onednn = features.is_enabled("MKLDNN") and os.environ.get("MXNET_MKLDNN_ENABLED", "1") != "0"
         layers = self.spec_model.all_layers
-        types = {layer["type"] for layer in layers}
+        types = {layer.type for layer in self.spec_model.flat_layers}
         kernels = {}
+        if "batchnorm" in types:
+            kernels["batchnorm"] = ("gluon.nn.BatchNorm (batch statistics inside autograd.record, moving ones in "
+                                    "evaluation)")
+        if "residual" in types:
+            kernels["residual"] = "activation(branch(x) + shortcut(x)); projection = 1x1 Conv2D(use_bias=False) + BN"
         if "conv2d" in types:
             if self.gpu:
                 autotune = os.environ.get("MXNET_CUDNN_AUTOTUNE_DEFAULT", "1")

@@ -97,6 +97,30 @@ class _LSTM(nn.Module):
         return out[torch.arange(x.shape[0], device=x.device), lengths - 1]
 
 
+class _Rescale(nn.Module):
+    """Multiplies by a constant (1, 1, H, W) map: an average pool's full-window divisor -> real-value count."""
+
+    def __init__(self, factor: torch.Tensor):
+        super().__init__()
+        self.register_buffer("factor", factor)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * self.factor
+
+
+class _Residual(nn.Module):
+    """One residual block: activation(branch(x) + shortcut(x)); an empty shortcut is the identity."""
+
+    def __init__(self, branch: list[nn.Module], shortcut: list[nn.Module], activation: str | None):
+        super().__init__()
+        self.branch = nn.Sequential(*branch)
+        self.shortcut = nn.Sequential(*shortcut)
+        self.activation = _ACTIVATIONS[activation]() if activation not in (None, "linear") else nn.Identity()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.activation(self.branch(x) + self.shortcut(x))
+
+
 class SpecNet(nn.Module):
     """A stack of layers built from a spec; sequence lengths (or an initial state) go to the LSTMs."""
 
@@ -142,11 +166,24 @@ def build_model(model: modelplan.ModelPlan) -> SpecNet | EncoderDecoder:
 
 def build_stack(layers: list[modelplan.Layer]) -> SpecNet:
     """Translate planned layers into torch modules; every size and padding amount comes from the plan."""
+    return SpecNet(_modules(layers))
+
+
+def _modules(layers: list[modelplan.Layer]) -> list[nn.Module]:
+    """The torch modules of planned layers, in order (a residual block recurses into its branch and shortcut)."""
     mods: list[nn.Module] = []
     for layer in layers:
         kind = layer.type
-        if kind in ("conv2d", "maxpool2d"):
+        if kind in modelplan.WINDOWED:
             mods += _windowed(layer)
+        elif kind == "residual":
+            mods.append(_Residual(_modules(layer.branch), _modules(layer.shortcut), layer["activation"]))
+            continue  # its activation is after the add
+        elif kind == "batchnorm":  # PyTorch's momentum is the batch statistics' weight: 1 - the plan's
+            norm = nn.BatchNorm2d if layer.input.kind == modelplan.IMAGE else nn.BatchNorm1d
+            mods.append(norm(layer.input.features, eps=layer["epsilon"], momentum=1.0 - layer["momentum"]))
+        elif kind == "global_avgpool":
+            mods += [nn.AdaptiveAvgPool2d(1), nn.Flatten()]
         elif kind == "dropout":
             mods.append(nn.Dropout(layer["rate"]))
         elif kind == "flatten":
@@ -161,17 +198,19 @@ def build_stack(layers: list[modelplan.Layer]) -> SpecNet:
         activation = layer.get("activation")
         if activation not in (None, "linear"):
             mods.append(_ACTIVATIONS[activation]())
-    return SpecNet(mods)
+    return mods
 
 
 def _windowed(layer: modelplan.Layer) -> list[nn.Module]:
-    """A conv2d or maxpool2d (NCHW) with the plan's padding: the module's own symmetric `padding`, or,
+    """A conv2d or pool (NCHW) with the plan's padding: the module's own symmetric `padding`, or,
     where TensorFlow's 'same' is asymmetric (the extra row/column goes after), an explicit pad first."""
     pads = layer.pads
     padding = (pads.top, pads.left) if pads.symmetric else 0
     if layer.type == "conv2d":
         window = nn.Conv2d(layer.input.features, layer["filters"], layer["kernel"], stride=layer["stride"],
-                           padding=padding)
+                           padding=padding, bias=layer["bias"])
+    elif layer.type == "avgpool2d":
+        return _avgpool(layer)
     else:  # floor mode; its implicit padding is -inf
         window = nn.MaxPool2d(layer["pool"], stride=layer["stride"], padding=padding)
     if pads.symmetric:
@@ -180,6 +219,20 @@ def _windowed(layer: modelplan.Layer) -> list[nn.Module]:
     # PyTorch has no 'same' pooling: pad with -inf (never the max) to TensorFlow's amounts, then pool.
     pad = nn.ZeroPad2d(explicit) if layer.type == "conv2d" else nn.ConstantPad2d(explicit, float("-inf"))
     return [pad, window]
+
+
+def _avgpool(layer: modelplan.Layer) -> list[nn.Module]:
+    """An average over the real values only (TensorFlow's 'same' rule): count_include_pad=False where the
+    padding is symmetric; otherwise zeros padded explicitly, a full-window average, rescaled by the plan's counts."""
+    pads = layer.pads
+    if pads.symmetric:
+        return [nn.AvgPool2d(layer["pool"], stride=layer["stride"], padding=(pads.top, pads.left),
+                             count_include_pad=False)]
+    rows, cols = modelplan.pool_counts(layer)
+    window = layer["pool"] * layer["pool"]
+    factor = torch.tensor([[window / (r * c) for c in cols] for r in rows], dtype=torch.float32)[None, None]
+    return [nn.ZeroPad2d((pads.left, pads.right, pads.top, pads.bottom)),
+            nn.AvgPool2d(layer["pool"], stride=layer["stride"]), _Rescale(factor)]
 
 
 def _resolve_device(device: str) -> torch.device:
@@ -405,9 +458,15 @@ class TorchTrainer:
             conv = "torch.nn.Conv2d (CPU)"
         kernels = {}
         stack = self.spec_model.all_layers
-        types = {layer["type"] for layer in stack}
+        types = {layer.type for layer in self.spec_model.flat_layers}
         if "conv2d" in types:
             kernels["conv2d"] = conv
+        if "batchnorm" in types:
+            kernels["batchnorm"] = ("torch.nn.BatchNorm2d/1d (momentum = 1 - the plan's; train mode in step and "
+                                    "train_epoch, eval mode with moving statistics in evaluate)")
+        if "residual" in types:
+            kernels["residual"] = ("activation(branch(x) + shortcut(x)); projection = 1x1 Conv2d(bias=False) "
+                                   "+ BatchNorm2d")
         if "lstm" in types:
             if cudnn:
                 kernels["lstm"] = "torch.nn.LSTM (cuDNN)"

@@ -263,11 +263,31 @@ class _Stack:
                 x = layer(x, lengths, training, initial_state if layer is self.takes_state else None)
                 if layer.return_state:
                     x, *state = x
-            elif isinstance(layer, keras.layers.Dropout):
+            elif isinstance(layer, _TRAINING_AWARE):
                 x = layer(x, training=training)
             else:
                 x = layer(x)  # Dense on (N, T, units): one matmul over (N*T, units)
         return x, state
+
+
+class _Residual:
+    """One residual block: activation(branch(x) + shortcut(x)); an empty shortcut is the identity."""
+
+    def __init__(self, branch: _Stack, shortcut: _Stack, activation: str | None):
+        self.branch = branch
+        self.shortcut = shortcut
+        self.activation = keras.activations.get(activation)  # None -> linear
+
+    @property
+    def trainable_variables(self) -> list:
+        return self.branch.trainable_variables + self.shortcut.trainable_variables
+
+    def __call__(self, x: tf.Tensor, training: bool = False) -> tf.Tensor:
+        return self.activation(self.branch(x, training)[0] + self.shortcut(x, training)[0])
+
+
+# Layers whose call takes `training` (dropout on in training, batchnorm's batch statistics vs moving ones).
+_TRAINING_AWARE = (keras.layers.Dropout, keras.layers.BatchNormalization, _Residual)
 
 
 class SpecNet:
@@ -320,11 +340,23 @@ def _build_stack(spec_layers: list[modelplan.Layer], device: str, what: str, sta
         if kind == "conv2d":
             stack.append(layers.Conv2D(
                 layer["filters"], layer["kernel"], strides=layer["stride"],
-                padding=layer["padding"], activation=layer["activation"],
+                padding=layer["padding"], activation=layer["activation"], use_bias=layer["bias"],
             ))
-        elif kind == "maxpool2d":
-            # TensorFlow's own 'same' rule (out = ceil(in / stride)) is the spec's definition.
-            stack.append(layers.MaxPooling2D(layer["pool"], strides=layer["stride"], padding=layer["padding"]))
+        elif kind in modelplan.POOLS:
+            # TensorFlow's own 'same' rule (out = ceil(in / stride); an average over real values only)
+            # is the spec's definition.
+            pool = layers.MaxPooling2D if kind == "maxpool2d" else layers.AveragePooling2D
+            stack.append(pool(layer["pool"], strides=layer["stride"], padding=layer["padding"]))
+        elif kind == "global_avgpool":
+            stack.append(layers.GlobalAveragePooling2D())
+        elif kind == "batchnorm":  # the plan's momentum is Keras' (the moving statistics' weight)
+            stack.append(layers.BatchNormalization(momentum=layer["momentum"], epsilon=layer["epsilon"]))
+        elif kind == "activation":
+            stack.append(layers.Activation(layer["activation"]))
+        elif kind == "residual":
+            stack.append(_Residual(_build_stack(layer.branch, device, f"{what} {i} branch layer"),
+                                   _build_stack(layer.shortcut, device, f"{what} {i} shortcut layer"),
+                                   layer["activation"]))
         elif kind == "dropout":
             stack.append(layers.Dropout(layer["rate"]))
         elif kind == "flatten":
@@ -589,8 +621,13 @@ class TFTrainer:
         }
 
     def _kernels(self) -> dict[str, str]:
-        types = {layer.type for layer in self.spec_model.all_layers}
+        types = {layer.type for layer in self.spec_model.flat_layers}
         kernels = {}
+        if "batchnorm" in types:
+            kernels["batchnorm"] = ("tf.keras.layers.BatchNormalization (training=True in the train step, moving "
+                                    "statistics in evaluation)")
+        if "residual" in types:
+            kernels["residual"] = "activation(branch(x) + shortcut(x)); projection = 1x1 Conv2D(use_bias=False) + BN"
         if "conv2d" in types:
             onednn = os.environ.get("TF_ENABLE_ONEDNN_OPTS", "1") != "0"
             kernels["conv2d"] = "tf.keras.layers.Conv2D (" + (

@@ -108,6 +108,7 @@ from theano.tensor.nnet import conv2d  # noqa: E402
 from theano.tensor.signal.pool import pool_2d  # noqa: E402
 
 FLOATX = theano.config.floatX
+RECURSION_LIMIT = 50_000  # see TheanoTrainer.__init__
 _ACTIVATIONS = {"relu": T.nnet.relu, "tanh": T.tanh, "sigmoid": T.nnet.sigmoid}
 
 
@@ -163,6 +164,8 @@ class SpecNet:
         # and seeds >= 2**31 - 1: map every seed to 1 .. 2**31 - 2.
         self.srng = MRG_RandomStreams(seed % (2**31 - 2) + 1)
         self.params: list[theano.compile.SharedVariable] = []
+        # Batchnorm's moving statistics: updated by the training graph (forward with deterministic=False).
+        self.state_updates: list[tuple[Any, Any]] = []
         self.uses_lengths = False
         # Per layer, what forward() needs (an encoder's only for encoder-decoders).
         self.encoder_steps: list[dict[str, Any]] | None = None
@@ -187,13 +190,15 @@ class SpecNet:
                 h, w, c = layer.input.dims
                 k, s, f = layer["kernel"], layer["stride"], layer["filters"]
                 W = _shared(_glorot_uniform(rng, (f, c, k, k), c * k * k, f * k * k), f"{prefix}conv{i}.W")
-                b = _shared(np.zeros(f), f"{prefix}conv{i}.b")
-                self.params += [W, b]
+                b = _shared(np.zeros(f), f"{prefix}conv{i}.b") if layer["bias"] else None
+                self.params += [W] + ([b] if layer["bias"] else [])
                 step.update(W=W, b=b, stride=s, filter_shape=(f, c, k, k), input_shape=(None, c, h, w),
                             border_mode="valid", explicit_pads=None)
                 pads = layer.pads
                 if not pads.symmetric:  # TF puts the odd pixel after: pad by hand, then 'valid'
                     step["explicit_pads"] = pads
+                    # The shape hint is the padded input's: conv2d infers its output shape from it.
+                    step["input_shape"] = (None, c, h + pads.top + pads.bottom, w + pads.left + pads.right)
                 elif layer["padding"] == "same":  # symmetric: Theano pads itself ('half' for odd k, stride 1)
                     step["border_mode"] = "half" if (s == 1 and k % 2 == 1) else (pads.top, pads.left)
             elif kind == "maxpool2d":
@@ -203,6 +208,23 @@ class SpecNet:
                     step["pad"] = (pads.top, pads.left)  # Theano's max pool never picks its padding
                 else:  # TF puts the odd pixel after: pad with -inf so max never picks it
                     step["explicit_pads"] = pads
+            elif kind == "avgpool2d":  # padded: zeros, a full-window average, rescaled to the real values' mean
+                pads = layer.pads
+                step.update(pool=layer["pool"], stride=layer["stride"], explicit_pads=pads if any(pads) else None)
+                if any(pads):
+                    rows, cols = modelplan.pool_counts(layer)
+                    window = layer["pool"] * layer["pool"]
+                    step["factor"] = np.array([[window / (r * c) for c in cols] for r in rows], dtype=FLOATX)
+            elif kind == "batchnorm":
+                n = layer.input.features
+                gamma, beta = _shared(np.ones(n), f"{prefix}bn{i}.gamma"), _shared(np.zeros(n), f"{prefix}bn{i}.beta")
+                self.params += [gamma, beta]  # trainable; the moving mean and variance are not
+                step.update(gamma=gamma, beta=beta, mean=_shared(np.zeros(n), f"{prefix}bn{i}.moving_mean"),
+                            var=_shared(np.ones(n), f"{prefix}bn{i}.moving_var"), momentum=float(layer["momentum"]),
+                            epsilon=float(layer["epsilon"]), image=layer.input.kind == modelplan.IMAGE)
+            elif kind == "residual":
+                step.update(branch=self._build(layer.branch, rng, f"{prefix}block{i}."),
+                            shortcut=self._build(layer.shortcut, rng, f"{prefix}block{i}.shortcut."))
             elif kind == "dropout":
                 step["rate"] = float(layer["rate"])
             elif kind == "dense":  # on a sequence: the same dense at every step
@@ -241,6 +263,8 @@ class SpecNet:
         LSTMs with use_lengths. An encoder-decoder encodes x and decodes x_dec (N, T_dec) from the
         encoder's final (h, c).
         """
+        if not deterministic:
+            self.state_updates = []  # this training graph's batchnorm updates (see _batchnorm)
         if self.encoder_steps is None:
             return self._run(self.steps, x, lengths, deterministic)[0]
         _, state = self._run(self.encoder_steps, x, lengths, deterministic)
@@ -260,7 +284,22 @@ class SpecNet:
                     border_mode=step["border_mode"], subsample=(step["stride"], step["stride"]),
                     filter_flip=False,  # cross-correlation, as in every other framework
                 )
-                x = x + step["b"].dimshuffle("x", 0, "x", "x")
+                if step["b"] is not None:
+                    x = x + step["b"].dimshuffle("x", 0, "x", "x")
+            elif kind == "avgpool2d":
+                ws, stride = (step["pool"], step["pool"]), (step["stride"], step["stride"])
+                if step["explicit_pads"]:
+                    x = pool_2d(_pad(x, *step["explicit_pads"], value=0.0), ws=ws, stride=stride, ignore_border=True,
+                                mode="average_inc_pad") * step["factor"]
+                else:
+                    x = pool_2d(x, ws=ws, stride=stride, ignore_border=True, mode="average_inc_pad")
+            elif kind == "global_avgpool":
+                x = x.mean(axis=(2, 3))
+            elif kind == "batchnorm":
+                x = self._batchnorm(x, step, deterministic)
+            elif kind == "residual":
+                x = (self._run(step["branch"], x, lengths, deterministic)[0]
+                     + self._run(step["shortcut"], x, lengths, deterministic)[0])
             elif kind == "maxpool2d":
                 if step["explicit_pads"]:
                     x = _pad(x, *step["explicit_pads"], value=-np.inf)
@@ -284,6 +323,23 @@ class SpecNet:
             if activation not in (None, "linear"):
                 x = _ACTIVATIONS[activation](x)
         return x, final
+
+
+    def _batchnorm(self, x: T.TensorVariable, step: dict, deterministic: bool) -> T.TensorVariable:
+        """Per channel (image) or feature (vector): batch statistics in training, whose (biased) mean and
+        variance move the moving ones as Keras does (m * moving + (1 - m) * batch); moving ones otherwise."""
+        axes = (0, 2, 3) if step["image"] else (0,)
+        if deterministic:
+            mean, var = step["mean"], step["var"]
+        else:
+            mean, var = T.cast(x.mean(axis=axes), FLOATX), T.cast(x.var(axis=axes), FLOATX)
+            m = _floatx(step["momentum"])
+            rest = _floatx(1.0 - step["momentum"])
+            self.state_updates += [(step["mean"], m * step["mean"] + rest * mean),
+                                   (step["var"], m * step["var"] + rest * var)]
+        shape = ("x", 0, "x", "x") if step["image"] else ("x", 0)
+        scale = step["gamma"] / T.sqrt(var + _floatx(step["epsilon"]))
+        return (x - mean.dimshuffle(*shape)) * scale.dimshuffle(*shape) + step["beta"].dimshuffle(*shape)
 
 
 def _dense(x: T.TensorVariable, step: dict) -> T.TensorVariable:
@@ -534,10 +590,15 @@ class TheanoTrainer:
         self.train_weights = self._row_weights(data.train)
         self.test_weight = int(self._row_weights(data.test).sum())
         started = time.perf_counter()
+        # Theano's gradient and graph optimizer recurse once per op along the graph: a deep network
+        # (ResNet-56's ~500 ops per path) passes Python's default limit of 1,000 frames.
+        sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
         self._compile()  # graph optimization and g++ (cached per environment): part of setup
         self.compile_seconds = round(time.perf_counter() - started, 2)
         self.model = InferenceModel(self)
         self.epoch = 0
+        self.steps = 0  # Trainer.step() calls so far
+        self._ring: common.StepRing | None = None  # step()'s batch order, made on its first call
 
     # -- setup ---------------------------------------------------------------------------------
     def _symbolic_inputs(self, split: dict) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -632,7 +693,7 @@ class TheanoTrainer:
         loss, correct = self._loss_and_correct(logits_train, self.labels)
         _, correct_eval = self._loss_and_correct(self.logits_eval, self.labels)
         idx = T.vector("idx", dtype="int64")  # the batch's rows of the shuffled epoch
-        self._train = theano.function([idx], [loss, correct], updates=self._updates(loss),
+        self._train = theano.function([idx], [loss, correct], updates=self._updates(loss) + self.net.state_updates,
                                       givens=self._batch_givens(self.train_data, idx), name="train_step")
         start, stop = T.lscalar("start"), T.lscalar("stop")
         self._eval = theano.function([start, stop], correct_eval,
@@ -642,6 +703,17 @@ class TheanoTrainer:
     def param_count(self) -> int:
         """Trainable parameters (the LSTM has one bias per gate, as Keras)."""
         return int(sum(p.get_value(borrow=True).size for p in self.params))
+
+    def step(self) -> float:
+        """One update on the next batch of the training set in order (wrapping around); its mean loss."""
+        if self._ring is None:
+            self._ring = common.StepRing(self.n_train, self.batch_size)
+        loss, _ = self._train(self._ring.ring[self._ring.take()])
+        self.steps += 1
+        value = float(loss)
+        if not math.isfinite(value):
+            raise NonFiniteLoss(f"loss became {value} at step {self.steps} (Trainer.step)")
+        return value
 
     def train_epoch(self) -> tuple[float, float | None]:
         """One pass in training mode; (mean loss, training accuracy), both per example or per counted token."""
@@ -684,7 +756,12 @@ class TheanoTrainer:
         ldflags = theano.config.blas.ldflags
         blas = "OpenBLAS" if "openblas" in ldflags else (ldflags or "NumPy C-API BLAS")
         kernels = {}
-        types = {layer["type"] for layer in self.spec_model.all_layers}
+        types = {layer.type for layer in self.spec_model.flat_layers}
+        if "batchnorm" in types:
+            kernels["batchnorm"] = ("elementwise T ops: batch mean/variance in the training graph (moving statistics "
+                                    "updated with it, Keras' rule), moving ones in the evaluation graph")
+        if "residual" in types:
+            kernels["residual"] = "activation(branch(x) + shortcut(x)); projection = 1x1 conv2d (no bias) + batchnorm"
         if "conv2d" in types:
             conv_ops = sorted(o for o in ops if o.startswith(("CorrMM", "Conv", "AbstractConv")))
             kernels["conv2d"] = f"theano.tensor.nnet.conv2d -> {', '.join(conv_ops)} (im2col + {blas} gemm, C)"

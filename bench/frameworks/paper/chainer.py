@@ -385,6 +385,7 @@ class ChainerTrainer:
         # Shuffling has its own generator so its order depends on the seed alone.
         self.order_rng = np.random.RandomState(seed)
         self.spec_model = modelplan.plan(spec)
+        modelplan.require(self.spec_model, modelplan.ERA_LAYER_TYPES["paper"], f"{NAME} (paper era)")
         self.kind = self.spec_model.kind
         self.model = build_model(self.spec_model)
         if self.gpu:

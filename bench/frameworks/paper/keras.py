@@ -286,6 +286,7 @@ class KerasTrainer:
         self.device, self.threads = _configure_runtime(device, seed)
         self.rng = np.random.RandomState(seed)  # shuffling: depends on the seed alone
         self.spec_model = modelplan.plan(spec)
+        modelplan.require(self.spec_model, modelplan.ERA_LAYER_TYPES["paper"], f"{NAME} (paper era)")
         self.kind = self.spec_model.kind
         self.seq2seq = self.spec_model.encoder is not None
         training = spec["training"]

@@ -307,6 +307,7 @@ class MXNetTrainer:
         mx.random.seed(seed)  # initialization and dropout, on every context
         self.rng = np.random.RandomState(seed)  # shuffling: its order depends on the seed alone
         self.spec_model = modelplan.plan(spec)
+        modelplan.require(self.spec_model, modelplan.ERA_LAYER_TYPES["paper"], f"{NAME} (paper era)")
         self.kind = self.spec_model.kind
         x = data.train["x"]
         self.steps = int(x.shape[1]) if x.ndim == 2 else 0  # padded width of token sequences

@@ -241,6 +241,7 @@ class TorchTrainer:
         # Shuffling has its own generator so its order depends on the seed alone.
         self.rng = np.random.RandomState(seed)
         self.spec_model = modelplan.plan(spec)
+        modelplan.require(self.spec_model, modelplan.ERA_LAYER_TYPES["paper"], f"{NAME} (paper era)")
         self.kind = self.spec_model.kind
         self.model = build_model(self.spec_model).to(self.device)
         training = spec["training"]

@@ -174,6 +174,7 @@ class TF1Trainer:
         self.gpu = device == "gpu"
         self.config = _session_config(device, self.threads)
         self.spec_model = modelplan.plan(spec)
+        modelplan.require(self.spec_model, modelplan.ERA_LAYER_TYPES["paper"], f"{NAME} (paper era)")
         self.kind = self.spec_model.kind
         self.seq2seq = self.spec_model.encoder is not None
         training = spec["training"]

@@ -573,6 +573,7 @@ class TheanoTrainer:
         self.device, self.threads = prepare_runtime(device)
         self.rng = np.random.RandomState(seed)  # shuffling: depends on the seed alone
         self.spec_model = modelplan.plan(spec)
+        modelplan.require(self.spec_model, modelplan.ERA_LAYER_TYPES["paper"], f"{NAME} (paper era)")
         self.kind = self.spec_model.kind
         self.net = SpecNet(self.spec_model, seed)
         self.params = self.net.params

@@ -52,3 +52,22 @@ def test_shi_cpu_scaling_needs_a_sweep_on_both_sides_of_the_cores() -> None:
     assert check(shi.shi_cpu_scaling_past_cores, within).evidence.startswith("not in this campaign:")
     unknown = [_swept("pytorch", 1, 1.2, cores=None), _swept("pytorch", 4, 0.6, cores=None)]
     assert check(shi.shi_cpu_scaling_past_cores, unknown).verdict == INSUFFICIENT
+
+
+def test_shi_no_winner_compares_seconds_per_mini_batch_per_thread_count() -> None:
+    # Per mini-batch mxnet wins at 1 thread and pytorch at 2; training times (time=seconds*20 in _swept, here
+    # overridden) say pytorch everywhere: the iterations protocol's figure is the one compared.
+    rows = [{**_swept("pytorch", 1, 1.0), "training_time_s": 1.0}, {**_swept("mxnet", 1, 0.8), "training_time_s": 9.0},
+            {**_swept("pytorch", 2, 0.4), "training_time_s": 1.0}, {**_swept("mxnet", 2, 0.5), "training_time_s": 9.0}]
+    res = check(shi.shi_no_tool_fastest_everywhere, rows)
+    assert res.verdict == REPRODUCED, res.evidence
+    assert res.evidence == ("fcn-r-mnist/cpu at 1 thread, s per mini-batch: best mxnet (0.8000 s) of 2; "
+                            "fcn-r-mnist/cpu at 2 threads, s per mini-batch: best pytorch (0.4000 s) of 2; "
+                            "no framework best everywhere")
+    # One thread count is one group only: not enough to decide.
+    assert check(shi.shi_no_tool_fastest_everywhere, rows[:2]).verdict == INSUFFICIENT
+    # Epoch-protocol runs of the same point form their own group (training time), never mixed with mini-batches.
+    epochs = [{**row("pytorch", "fcn-r-mnist", time=5.0), "threads": 1, "sweep": "threads=1", "run_id": "e1"},
+              {**row("mxnet", "fcn-r-mnist", time=9.0), "threads": 1, "sweep": "threads=1", "run_id": "e2"}]
+    res = check(shi.shi_no_tool_fastest_everywhere, rows[:2] + epochs)
+    assert res.verdict == REPRODUCED and "at 1 thread, training time: best pytorch (5.000 s) of 2" in res.evidence

@@ -1,0 +1,21 @@
+"""Trainable parameters of a model plan's layers, counted from the plan's shapes alone (convs, dense,
+batchnorm gamma and beta, residual blocks recursively): the count every framework must report, worked out
+without any framework."""
+
+from __future__ import annotations
+
+
+def trainable(layers) -> int:
+    """Trainable parameters of planned layers (bench.modelplan.Layer), residual blocks recursively."""
+    n = 0
+    for layer in layers:
+        if layer.type == "conv2d":
+            bias = layer["filters"] if layer["bias"] else 0
+            n += layer["kernel"] ** 2 * layer.input.features * layer["filters"] + bias
+        elif layer.type == "dense":
+            n += (layer.input.features + 1) * layer["units"]
+        elif layer.type == "batchnorm":
+            n += 2 * layer.input.features
+        elif layer.type == "residual":
+            n += trainable(layer.branch) + trainable(layer.shortcut)
+    return n
