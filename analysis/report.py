@@ -13,6 +13,7 @@ from pathlib import Path
 from analysis.context import ReportContext
 from analysis.document import Block, render_html, render_markdown
 from analysis.sections import Section
+from analysis.sections.allreduce import allreduce_section
 from analysis.sections.claims import claim_tests_section, claims_section
 from analysis.sections.comparison import comparison_section
 from analysis.sections.contention import contention_section
@@ -49,6 +50,7 @@ SECTIONS: tuple[Section, ...] = (
     comparison_section,
     shi_section,
     minibatches_section,
+    allreduce_section,
     era_comparison_section,
     transfer_section,
     statistics_section,

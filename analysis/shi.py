@@ -11,14 +11,14 @@ run table: iteration_time_mean_s of ok iterations-protocol runs, by workload, fr
 from __future__ import annotations
 
 import csv
-import statistics
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-from analysis.reference import REFERENCE_DIR, device_env
+from analysis import sweeps
+from analysis.reference import REFERENCE_DIR
 
 TABLE7_CSV = REFERENCE_DIR / "shi2016_table7.csv"
 TABLE8_CSV = REFERENCE_DIR / "shi2016_table8.csv"
@@ -27,7 +27,7 @@ TOOLS_CSV = REFERENCE_DIR / "shi2016_tools.csv"
 MACHINES_CSV = REFERENCE_DIR / "shi2016_machines.csv"
 
 # The run table's seconds per measured mini-batch (the iterations protocol: bench/iterations.py).
-MEASURED_COLUMN = "iteration_time_mean_s"
+MEASURED_COLUMN = sweeps.SECONDS_PER_MINIBATCH
 # The spec's study key of Shi's workloads (campaign/workloads/*.toml; the run table's `study`).
 STUDY = "shi"
 
@@ -144,57 +144,16 @@ def ratio_to_one_thread(times: dict[int, float | None]) -> dict[int, float | Non
 
 # --- The measured side -------------------------------------------------------------------------
 
-# What separates two measured series of one workload and framework: they are never averaged together.
-_CONTEXT_KEYS = ("era", "runner", "profile", "data_source", "batch_size")
-
-
-@dataclass
-class MeasuredSeries:
-    """The kit's seconds per mini-batch of one workload and framework on one device, by thread count (CPU) or
-    in one figure (GPU: threads None), over ok iterations-protocol runs of one context (era, runner, profile,
-    data, batch size and the sweep's other axes)."""
-
-    workload: str
-    framework: str
-    device: str
-    context: dict[str, Any]
-    runs: dict[int | None, list[dict[str, Any]]] = field(default_factory=dict)
-
-    @property
-    def seconds(self) -> dict[int | None, float]:
-        """{threads: mean seconds per measured mini-batch over the repeats}."""
-        return {n: statistics.fmean(float(r[MEASURED_COLUMN]) for r in rs) for n, rs in sorted(
-            self.runs.items(), key=lambda kv: (kv[0] is None, kv[0] or 0))}
-
-    @property
-    def rows(self) -> list[dict[str, Any]]:
-        """Every run of the series."""
-        return [r for rs in self.runs.values() for r in rs]
-
-
-def _other_axes(sweep: str | None) -> str:
-    return ", ".join(p for p in str(sweep or "").split(", ") if p and not p.startswith("threads="))
-
-
-def _measured(row: dict[str, Any]) -> bool:
-    value = row.get(MEASURED_COLUMN)
-    return row["status"] == "ok" and value is not None and value == value  # NaN is not a measurement
+# A measured series: the kit's seconds per mini-batch of one workload and framework on one device, by thread
+# count, over ok iterations-protocol runs of one context (era, runner, profile, data, batch size and the
+# sweep's other axes): analysis/sweeps.py, the grouping Shi's claims use too.
+MeasuredSeries = sweeps.Series
 
 
 def measured_series(rows: Iterable[dict[str, Any]]) -> list[MeasuredSeries]:
     """The measured series of Shi's workloads (those shi2016_networks.csv maps) in the run table's rows, in
-    (workload, framework, device, context) order."""
-    series: dict[tuple, MeasuredSeries] = {}
-    for row in rows:
-        if network_of(row["workload"]) is None or not _measured(row):
-            continue
-        env = device_env(row["device"])
-        context = {**{k: row.get(k) for k in _CONTEXT_KEYS}, "sweep": _other_axes(row.get("sweep"))}
-        key = (row["workload"], row["framework"], env, tuple(str(v) for v in context.values()))
-        s = series.setdefault(key, MeasuredSeries(row["workload"], row["framework"], env, context))
-        threads = row.get("threads") if env == "cpu" else None
-        s.runs.setdefault(None if threads is None else int(threads), []).append(row)
-    return [series[k] for k in sorted(series)]
+    (workload, framework, device, context) order; epoch-protocol runs are left out."""
+    return [s for s in sweeps.series(rows) if network_of(s.workload) is not None]
 
 
 def shi_rows(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:

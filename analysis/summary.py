@@ -32,6 +32,9 @@ CELL_KEYS: tuple[str, ...] = ("workload", "framework", "era", "device", "runner"
 SUMMARY_METRICS: tuple[str, ...] = (
     "training_time_s", "test_accuracy",
     "cpu_util_mean_pct", "mem_mean_mb", "mem_peak_mb", "gpu_util_mean_pct",
+    # Iteration-protocol runs (bench/iterations.py): seconds per measured mini-batch and its standard deviation
+    # within the run; empty for epoch-protocol runs.
+    "iteration_time_mean_s", "iteration_time_std_s",
 )
 
 # Each metric's statistics, as suffixes of the summary table's columns.

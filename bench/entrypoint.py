@@ -9,7 +9,8 @@ artifacts (bench/schema.py); the framework module only builds and trains the mod
 Training time is the sum of the epochs' training passes, each closed by a device synchronize.
 The per-epoch test pass is timed separately (eval_time_s); model construction and data loading
 are setup_time_s (schema.TIMING_DEFINITION). A spec whose measurement protocol is "iterations"
-(bench/measurement.py) times single mini-batches instead (bench/iterations.py).
+(bench/measurement.py) times single mini-batches instead (bench/iterations.py). A spec of family
+"collective" trains nothing: it times the framework's own collective (bench/collectives).
 CPython 3.6-clean: paper-era images run it.
 """
 
@@ -23,7 +24,7 @@ import traceback
 from pathlib import Path
 from typing import Dict, Optional
 
-from bench import frameworks, generated, iterations, measurement, prepared, request, schema, threads
+from bench import collectives, frameworks, generated, iterations, measurement, prepared, request, schema, threads
 from bench.errors import UsageError
 from bench.frameworks import NonFiniteLoss
 from bench.frameworks.common import cpu_name, majority_rate
@@ -131,6 +132,10 @@ def installed_packages() -> Dict[str, str]:
 def train(req: dict, data_dir: Path, out: Path, record: dict) -> None:
     """Build and train; fill record's timing, results, model and device_used as they become known."""
     wl = req["spec"]
+    if collectives.is_collective(wl):  # no model and no data: the framework's own collective, timed
+        record_environment(req, record)
+        collectives.run(req, out, record)
+        return
     t_setup = time.perf_counter()
     made = req["data"]["source"] == generated.SOURCE
     if made:  # random inputs made here, in the run's process (the setup time includes making them)
@@ -148,12 +153,7 @@ def train(req: dict, data_dir: Path, out: Path, record: dict) -> None:
     record["dataset"].update(train_examples=int(len(data.y_train)), test_examples=int(len(data.y_test)))
     if not made:  # random labels: no accuracy to clear, so no floor is recorded (bench/generated.py)
         record["dataset"]["test_majority_rate"] = majority_rate(data.test["y"], data.test.get("y_len"))
-    fw = frameworks.load(req["framework"], req["era"])
-    env = record["environment"]
-    env["packages"] = installed_packages()
-    env["python"] = platform.python_version()
-    env["framework_build"] = fw.versions()  # what was imported, with the CUDA/cuDNN it was built for
-    env["framework_version"] = env["framework_build"].get(fw.PACKAGE)
+    fw = record_environment(req, record)
     trainer = fw.make_trainer(wl, data, req["device"], req["seed"])
     record["model"]["trainable_params"] = int(trainer.param_count())
     record["device_used"].update(trainer.info())
@@ -167,6 +167,18 @@ def train(req: dict, data_dir: Path, out: Path, record: dict) -> None:
         iterations.run(trainer, warmup, protocol["iterations"], out, record, req["framework"], req["era"])
     else:
         train_epochs(trainer, wl["training"]["epochs"], out, record)
+
+
+def record_environment(req: dict, record: dict):
+    """Load the request's framework module and record its packages and build in record's environment;
+    return the module."""
+    fw = frameworks.load(req["framework"], req["era"])
+    env = record["environment"]
+    env["packages"] = installed_packages()
+    env["python"] = platform.python_version()
+    env["framework_build"] = fw.versions()  # what was imported, with the CUDA/cuDNN it was built for
+    env["framework_version"] = env["framework_build"].get(fw.PACKAGE)
+    return fw
 
 
 def train_epochs(trainer, epochs: int, out: Path, record: dict) -> None:

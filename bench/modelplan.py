@@ -17,6 +17,11 @@ plans a 1x1 conv (no bias) with the branch's stride and the branch's output chan
 batchnorm, and "identity" is a SpecError. A planned block is one Layer whose `branch` and `shortcut`
 are planned layer lists, so a framework recurses with its own per-layer builder.
 
+Parallel branches (GoogLeNet's Inception modules): a `concat` layer's `branches` is a list of layer
+lists, each planned from the concat's input (recursively, like a residual branch); their outputs must
+agree on H and W, and the concat's output stacks their channels in the order given. A planned concat
+is one Layer whose `branches` holds the planned lists (Layer.branch and shortcut stay None).
+
 Batchnorm follows Keras' convention: `momentum` m updates moving = m * moving + (1 - m) * batch
 (PyTorch's momentum is 1 - m); the defaults (0.9, epsilon 1e-5) are PyTorch's and He et al.'s Torch.
 Its gamma and beta are trainable parameters, its moving mean and variance are not.
@@ -34,6 +39,8 @@ OPTIONAL_KEYS = {"activation", "stride", "initial_state"}
 POOLS = ("maxpool2d", "avgpool2d")
 # Layers with a window over the image, whose planned Layer carries its padding (Pads).
 WINDOWED = ("conv2d",) + POOLS
+# What a residual branch or a concat branch may hold: image-to-image layers, no nested blocks.
+BRANCH_LAYER_TYPES = WINDOWED + ("batchnorm", "activation", "dropout")
 # Keys each layer type accepts, with defaults (None = required unless in OPTIONAL_KEYS). Anything else is a spec error:
 # silently ignoring a key would let two frameworks build different models from one spec.
 LAYER_KEYS = {
@@ -45,6 +52,7 @@ LAYER_KEYS = {
     "batchnorm": {"momentum": 0.9, "epsilon": 1e-5},  # Keras' convention for momentum (see above)
     "activation": {"activation": None},  # a bare nonlinearity (after a batchnorm); required here
     "residual": {"layers": None, "shortcut": "projection", "activation": None, "repeat": 1},
+    "concat": {"branches": None},  # image -> image: the branches' outputs stacked on channels
     "dropout": {"rate": None},
     "flatten": {},
     "dense": {"units": None, "activation": None},
@@ -54,7 +62,7 @@ LAYER_KEYS = {
 HIDDEN_ACTIVATIONS = (None, "linear", "relu", "tanh", "sigmoid")
 SHORTCUTS = ("identity", "projection")
 # What the paper-era framework modules translate (bench/frameworks/paper/): no residual vocabulary
-# (batchnorm, activation, avgpool2d, global_avgpool, residual) and no conv2d without bias. Each calls
+# (batchnorm, activation, avgpool2d, global_avgpool, residual), no concat and no conv2d without bias. Each calls
 # require() so such a spec stops at once; the campaign skips those runs before they start.
 ERA_LAYER_TYPES = {"paper": ("conv2d", "maxpool2d", "dropout", "flatten", "dense", "embedding", "lstm")}
 # The loss a spec names -> (label kind, the output activation the loss absorbs).
@@ -109,12 +117,14 @@ class Pads(NamedTuple):
 
 class Layer:
     """One planned layer: the spec's layer with defaults filled in (read it like a dict), its
-    position, input and output shapes, (conv2d and pools) the padding on each side, and (residual)
-    its planned branch and shortcut (an empty shortcut is the identity)."""
+    position, input and output shapes, (conv2d and pools) the padding on each side, (residual)
+    its planned branch and shortcut (an empty shortcut is the identity) and (concat) its planned
+    branches."""
 
     def __init__(self, index: int, spec: Dict[str, Any], input: Shape, output: Shape,
                  pads: Optional[Pads] = None, branch: Optional[List["Layer"]] = None,
-                 shortcut: Optional[List["Layer"]] = None) -> None:
+                 shortcut: Optional[List["Layer"]] = None,
+                 branches: Optional[List[List["Layer"]]] = None) -> None:
         self.index = index
         self.spec = spec
         self.input = input
@@ -122,6 +132,7 @@ class Layer:
         self.pads = pads
         self.branch = branch
         self.shortcut = shortcut
+        self.branches = branches
 
     @property
     def type(self) -> str:
@@ -162,7 +173,8 @@ class ModelPlan:
 
     @property
     def flat_layers(self) -> List[Layer]:
-        """Every planned layer, residual blocks' branch and shortcut layers included (after the block)."""
+        """Every planned layer, residual blocks' branch and shortcut layers and concat branches' layers
+        included (after the block)."""
         return _flatten_blocks(self.all_layers)
 
     @property
@@ -228,6 +240,8 @@ def _flatten_blocks(layers: List[Layer]) -> List[Layer]:
         out.append(layer)
         if layer.branch is not None:
             out += _flatten_blocks(layer.branch) + _flatten_blocks(layer.shortcut or [])
+        for branch in layer.branches or []:
+            out += _flatten_blocks(branch)
     return out
 
 
@@ -248,7 +262,7 @@ def plan(spec: dict) -> ModelPlan:
     if last.get("type") != "dense" or last.get("activation") not in (out_activation, None, "linear"):
         raise SpecError(f"the last layer must be dense with activation {out_activation} for loss {loss}")
     for i, layer in enumerate(raw[:-1]):
-        for sub in [layer] + (layer["layers"] if layer["type"] == "residual" else []):
+        for sub in [layer] + _sublayers(layer):
             if sub.get("activation") not in HIDDEN_ACTIVATIONS:
                 raise SpecError(f"layer {i}: activation {sub['activation']!r} only allowed on the output layer")
     expected_units = 1 if kind == "binary" else model["num_classes"]
@@ -277,6 +291,12 @@ def _shapes(layers: List[dict], shape: Shape, where: str = "layer") -> List[Laye
                 block.index = len(planned)
                 planned.append(block)
                 shape = block.output
+            continue
+        if layer["type"] == "concat":
+            block = _concat(layer, shape, f"{where} {i}")
+            block.index = len(planned)
+            planned.append(block)
+            shape = block.output
             continue
         out, pads = _output(layer, shape, f"{where} {i}")
         planned.append(Layer(len(planned), layer, shape, out, pads))
@@ -313,6 +333,20 @@ def _block(layer: dict, shape: Shape, where: str, repeated: bool) -> Layer:
         raise SpecError(f"{where}: the projection shortcut gives {shortcut[-1].output.dims} (1x1 conv, stride "
                         f"{stride}) but the residual branch gives {out.dims}; use 'same' padding in the branch")
     return Layer(0, layer, shape, out, branch=branch, shortcut=shortcut)
+
+
+def _concat(layer: dict, shape: Shape, where: str) -> Layer:
+    """Parallel branches from one input, their outputs stacked on channels: H and W must agree."""
+    _need(shape, IMAGE, where, "concat")
+    branches = [_shapes(raw, shape, f"{where} branch {b} layer") for b, raw in enumerate(layer["branches"])]
+    outs = [branch[-1].output for branch in branches]
+    sizes = sorted({out.dims[:2] for out in outs})
+    if len(sizes) > 1:
+        given = ", ".join(f"branch {b}: {out.dims}" for b, out in enumerate(outs))
+        raise SpecError(f"{where} (concat): the branches' outputs differ in height x width ({given}); give every "
+                        f"branch the same strides and 'same' padding so they agree")
+    out = Shape(IMAGE, sizes[0] + (sum(o.features for o in outs),))
+    return Layer(0, layer, shape, out, branches=branches)
 
 
 def _output(layer: dict, shape: Shape, i: str) -> Tuple[Shape, Optional[Pads]]:
@@ -377,6 +411,8 @@ def _layer_list(raw_layers: List[dict], what: str) -> List[Dict[str, Any]]:
                             f"moving = momentum * moving + (1 - momentum) * batch) and epsilon > 0")
         if kind_of == "residual":
             _check_residual(layer, f"{what} {i}")
+        if kind_of == "concat":
+            _check_concat(layer, f"{what} {i}")
         layers.append(layer)
     return layers
 
@@ -390,10 +426,28 @@ def _check_residual(layer: Dict[str, Any], where: str) -> None:
     if not isinstance(layer["layers"], list) or not layer["layers"]:
         raise SpecError(f"{where} (residual): layers must be a non-empty list (the branch)")
     layer["layers"] = _layer_list(layer["layers"], f"{where} branch layer")
-    if any(sub["type"] in ("residual", "embedding", "lstm", "flatten", "dense", "global_avgpool")
-           for sub in layer["layers"]):
-        raise SpecError(f"{where} (residual): a branch holds image layers only (conv2d, pools, batchnorm, "
-                        f"activation, dropout)")
+    if any(sub["type"] not in BRANCH_LAYER_TYPES for sub in layer["layers"]):
+        raise SpecError(f"{where} (residual): a branch holds image layers only ({', '.join(BRANCH_LAYER_TYPES)})")
+
+
+def _check_concat(layer: Dict[str, Any], where: str) -> None:
+    """A concat's branches: two or more non-empty lists of image layers (nested blocks are not supported)."""
+    branches = layer["branches"]
+    if not isinstance(branches, list) or len(branches) < 2 or not all(isinstance(b, list) and b for b in branches):
+        raise SpecError(f"{where} (concat): branches must be a list of two or more non-empty layer lists "
+                        f"(a single branch is a plain stack: write its layers in place)")
+    layer["branches"] = [_layer_list(raw, f"{where} branch {b} layer") for b, raw in enumerate(branches)]
+    if any(sub["type"] not in BRANCH_LAYER_TYPES for branch in layer["branches"] for sub in branch):
+        raise SpecError(f"{where} (concat): a branch holds image layers only ({', '.join(BRANCH_LAYER_TYPES)})")
+
+
+def _sublayers(layer: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """The layers inside a residual block or a concat (none for any other layer)."""
+    if layer["type"] == "residual":
+        return layer["layers"]
+    if layer["type"] == "concat":
+        return [sub for branch in layer["branches"] for sub in branch]
+    return []
 
 
 def _check_initial_states(encoder: Optional[List[dict]], decoder_lstms: List[dict]) -> None:

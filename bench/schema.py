@@ -6,6 +6,8 @@ A run directory holds five files (metrics.jsonl or iterations.csv by its protoco
 - ``run.json``      one object: configuration, versions, host, timings, status, summaries.
 - ``metrics.jsonl`` one object per finished epoch (epoch protocol only).
 - ``iterations.csv`` one row per timed mini-batch, warm-up included (iterations protocol only).
+- ``collective.csv`` one row per size, repetition and rank of a timed collective (family
+  "collective" only: bench/collectives).
 - ``monitor.csv``   one row per monitor sample (1 s), header row first.
 - ``log.txt``       free-form output of the training process.
 
@@ -34,8 +36,11 @@ SCHEMA_VERSION = 2
 READABLE_VERSIONS = (1, 2)
 
 RUN_FILE = "run.json"
+# The workload family whose runs time a collective (bench/collectives) instead of training a model.
+COLLECTIVE_FAMILY = "collective"
 METRICS_FILE = "metrics.jsonl"
 ITERATIONS_FILE = "iterations.csv"
+COLLECTIVE_FILE = "collective.csv"
 MONITOR_FILE = "monitor.csv"
 LOG_FILE = "log.txt"
 
@@ -117,6 +122,33 @@ RUN_ITERATION_TIMING_FIELDS = {
     "warmup_time_s": OPT_NUM,
     "iteration_time_s": OPT_DICT,
 }
+# timing.definition of a collective run (workload family "collective": bench/collectives).
+COLLECTIVE_TIMING_DEFINITION = (
+    "collective: for each message size, warm-up repetitions then timed ones of the framework's own "
+    "collective over `ranks` processes; each repetition is timed on every rank around the one call, after a "
+    "barrier and with the device synchronized before the second clock read (collective.csv has every "
+    "rank's time); a repetition's time is the slowest rank's (the collective is done only when every "
+    "rank has its result); training_time_s = the sum of the timed repetitions' times, "
+    "setup_time_s = starting the ranks and their process group."
+)
+# results.collective of a collective run (required when it is ok; absent from every other run).
+# algbw and busbw as nccl-tests defines them (bus_bandwidth), in GB/s (10^9 bytes per second).
+RUN_COLLECTIVE_FIELDS = {
+    "op": (str,),
+    "backend": (str,),
+    "dtype": (str,),
+    "ranks": (int,),
+    "warmup": (int,),
+    "repetitions": (int,),
+    "time_basis": (str,),
+    "sizes": (list,),
+}
+RUN_COLLECTIVE_SIZE_FIELDS = {
+    "floats": (int,), "bytes": (int,), "median_s": NUM, "mean_s": NUM, "min_s": NUM, "max_s": NUM,
+    "algbw_gbps": NUM, "busbw_gbps": NUM,
+}
+# ... and "checked": true or false, whether the run verified every rank's result was the sum.
+COLLECTIVE_TIME_BASIS = "max over ranks"
 # Seconds per measured iteration: mean, median, sample standard deviation (null for one step),
 # extremes and the 5th/95th percentiles (linear interpolation between ranks, NumPy's default).
 ITERATION_STATS = ("mean", "median", "std", "min", "max", "p5", "p95")
@@ -185,6 +217,9 @@ MONITOR_INTERVAL_S = 1.0
 # of that step, device synchronized) and loss (the step's mini-batch loss).
 ITERATION_COLUMNS = ("iteration", "phase", "time_s", "loss")
 ITERATION_PHASES = ("warmup", "measured")
+# collective.csv columns, in order: floats (message size in elements), phase (ITERATION_PHASES), rep
+# (1-based within the size and phase), rank, and time_s (that rank's seconds for that repetition).
+COLLECTIVE_COLUMNS = ("floats", "phase", "rep", "rank", "time_s")
 
 
 class SchemaError(ValueError):
@@ -227,6 +262,7 @@ def validate_run(obj: dict, where: str = RUN_FILE) -> dict:
     _check_fields(obj["timing"], RUN_TIMING_FIELDS, f"{where}: timing")
     _check_iteration_timing(obj, where)
     _check_fields(obj["results"], RUN_RESULTS_FIELDS, f"{where}: results")
+    _check_collective(obj, where)
     _check_fields(obj["monitor"], {k: t for k, t in RUN_MONITOR_CONTENTION_FIELDS.items() if k in obj["monitor"]},
                   f"{where}: monitor")
     _check_fields(obj["dataset"], {k: t for k, t in RUN_DATASET_FIELDS.items() if k in obj["dataset"]},
@@ -278,6 +314,26 @@ def _check_iteration_timing(obj, where):
     _check_fields(stats, dict.fromkeys(ITERATION_STATS, OPT_NUM), f"{where}: timing.iteration_time_s")
     if any(stats[name] is None for name in ITERATION_STATS if name != "std"):
         raise SchemaError(f"{where}: timing.iteration_time_s needs every statistic but std")
+
+
+def _check_collective(obj, where):
+    """results.collective: required by an ok run of the collective family, refused elsewhere, well-formed."""
+    table = obj["results"].get("collective")
+    if obj["spec"].get("family") != COLLECTIVE_FAMILY:
+        if table is not None:
+            raise SchemaError(f"{where}: results.collective is only for workloads of family {COLLECTIVE_FAMILY!r}")
+        return
+    if table is None:
+        if obj["status"] == "ok":
+            raise SchemaError(f"{where}: an ok collective run needs results.collective")
+        return
+    _check_fields(table, RUN_COLLECTIVE_FIELDS, f"{where}: results.collective")
+    if table["ranks"] < 1 or table["repetitions"] < 1 or table["warmup"] < 0 or not table["sizes"]:
+        raise SchemaError(f"{where}: results.collective needs ranks >= 1, repetitions >= 1, warmup >= 0 and sizes")
+    for number, entry in enumerate(table["sizes"]):
+        _check_fields(entry, RUN_COLLECTIVE_SIZE_FIELDS, f"{where}: results.collective.sizes[{number}]")
+        if not isinstance(entry.get("checked"), bool):
+            raise SchemaError(f"{where}: results.collective.sizes[{number}] needs checked = true or false")
 
 
 def _check_raw_files(raw_files, where):
@@ -479,24 +535,123 @@ def write_iterations(run_dir: Path, rows: list) -> None:
     atomic.write_text(path, "\n".join(lines) + "\n")
 
 
+def _read_typed_csv(path: Path, columns: tuple, types: tuple) -> list:
+    """The rows of a CSV file whose header must be `columns`, each cell converted by its type in `types`
+    (dicts keyed by column); a row with the wrong number of cells or a cell that does not convert is a
+    SchemaError naming the line."""
+    with open(str(path), newline="", encoding="utf-8") as fh:
+        table = list(csv.reader(fh))
+    if not table or tuple(table[0]) != columns:
+        raise SchemaError(f"{path}: header is not {','.join(columns)}")
+    rows = []
+    for lineno, cells in enumerate(table[1:], 2):
+        try:
+            if len(cells) != len(columns):
+                raise ValueError
+            rows.append({col: kind(cell) for col, kind, cell in zip(columns, types, cells)})
+        except ValueError:
+            raise SchemaError(f"{path}:{lineno}: expected {len(columns)} cells "
+                              f"({','.join(columns)}), got {cells!r}") from None
+    return rows
+
+
 def read_iterations(run_dir: Path) -> list:
     """Read and validate iterations.csv (empty list if the file is absent: an epoch-protocol run)."""
     path = Path(run_dir) / ITERATIONS_FILE
     if not path.exists():
         return []
-    with open(str(path), newline="", encoding="utf-8") as fh:
-        table = list(csv.reader(fh))
-    if not table or tuple(table[0]) != ITERATION_COLUMNS:
-        raise SchemaError(f"{path}: header is not {','.join(ITERATION_COLUMNS)}")
-    rows = []
-    for lineno, cells in enumerate(table[1:], 2):
-        try:
-            iteration, phase, time_s, loss = cells
-            rows.append({"iteration": int(iteration), "phase": phase, "time_s": float(time_s), "loss": float(loss)})
-        except ValueError:
-            raise SchemaError(f"{path}:{lineno}: expected {len(ITERATION_COLUMNS)} cells "
-                              f"({','.join(ITERATION_COLUMNS)}), got {cells!r}") from None
+    rows = _read_typed_csv(path, ITERATION_COLUMNS, (int, str, float, float))
     return validate_iterations(rows, str(path))
+
+
+def bus_bandwidth(nbytes: int, seconds: float, ranks: int) -> tuple:
+    """(algbw, busbw) in bytes per second of an all-reduce of `nbytes` bytes taking `seconds` over `ranks`
+    ranks, as nccl-tests defines them (its doc/PERFORMANCE.md): algbw = bytes / time, busbw = algbw *
+    2 (n - 1) / n, the rate each rank's link moves data at in a ring all-reduce (0 for one rank)."""
+    algbw = nbytes / seconds
+    return algbw, algbw * 2.0 * (ranks - 1) / ranks
+
+
+def validate_collective(rows: list, ranks: int, where: str = COLLECTIVE_FILE) -> list:
+    """Check collective.csv rows (dicts of COLLECTIVE_COLUMNS): each size once, positive; within it the
+    warm-up repetitions before the measured ones, each phase's repetitions numbered 1, 2, ... with one row
+    per rank 0..ranks-1 in order; finite non-negative times. Return them."""
+    prev, seen = None, set()
+    for lineno, row in enumerate(rows, 2):
+        at = f"{where}:{lineno}"
+        if not isinstance(row, dict) or set(row) != set(COLLECTIVE_COLUMNS):
+            raise SchemaError(f"{at}: expected the columns {', '.join(COLLECTIVE_COLUMNS)}")
+        if any(isinstance(row[k], bool) or not isinstance(row[k], int) for k in ("floats", "rep", "rank")):
+            raise SchemaError(f"{at}: floats, rep and rank must be whole numbers")
+        if row["phase"] not in ITERATION_PHASES:
+            raise SchemaError(f"{at}: phase {row['phase']!r} is not one of {ITERATION_PHASES}")
+        value = row["time_s"]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+            raise SchemaError(f"{at}: time_s {value!r} is not a finite non-negative number")
+        if row["floats"] < 1:
+            raise SchemaError(f"{at}: floats {row['floats']} must be at least 1")
+        same_block = prev is not None and (prev["floats"], prev["phase"]) == (row["floats"], row["phase"])
+        if same_block:
+            last = prev["rank"] == ranks - 1
+            want = (prev["rep"] + 1, 0) if last else (prev["rep"], prev["rank"] + 1)
+        else:
+            if prev is not None and prev["rank"] != ranks - 1:
+                raise SchemaError(f"{at}: the repetition before lacks ranks {prev['rank'] + 1}..{ranks - 1}")
+            same_size = prev is not None and prev["floats"] == row["floats"]
+            if same_size and prev["phase"] != "warmup":
+                raise SchemaError(f"{at}: a warm-up repetition after a measured one")
+            if not same_size and row["floats"] in seen:
+                raise SchemaError(f"{at}: size {row['floats']} again; each size's rows come together")
+            want = (1, 0)
+        if (row["rep"], row["rank"]) != want:
+            raise SchemaError(f"{at}: rep {row['rep']} rank {row['rank']}, expected rep {want[0]} rank {want[1]} "
+                              "(repetitions count 1, 2, ... with one row per rank in order)")
+        seen.add(row["floats"])
+        prev = row
+    if prev is not None and prev["rank"] != ranks - 1:
+        raise SchemaError(f"{where}: the last repetition lacks ranks {prev['rank'] + 1}..{ranks - 1}")
+    return rows
+
+
+def summarize_collective(rows: list, ranks: int) -> list:
+    """results.collective.sizes from collective.csv rows (checked false: the run sets it once it has
+    verified the sums): per size, in the file's order, the statistics of the measured repetitions, each
+    the slowest rank's time (COLLECTIVE_TIME_BASIS), and nccl-tests' algbw and busbw of the median in GB/s.
+    The analysis recomputes them from the file with this function."""
+    reps = {}
+    for row in rows:
+        if row["phase"] == "measured":
+            key = (row["floats"], row["rep"])
+            reps[key] = max(reps.get(key, 0.0), row["time_s"])
+    sizes = []
+    for floats in sorted({f for f, _ in reps}, key=[r["floats"] for r in rows].index):
+        times = np.asarray([t for (f, _), t in sorted(reps.items()) if f == floats], dtype=np.float64)
+        median = float(np.median(times))
+        nbytes = floats * 4  # float32
+        algbw, busbw = bus_bandwidth(nbytes, median, ranks) if median > 0 else (0.0, 0.0)
+        sizes.append({"floats": floats, "bytes": nbytes, "median_s": median, "mean_s": float(times.mean()),
+                      "min_s": float(times.min()), "max_s": float(times.max()), "algbw_gbps": algbw / 1e9,
+                      "busbw_gbps": busbw / 1e9, "checked": False})
+    return sizes
+
+
+def write_collective(run_dir: Path, rows: list, ranks: int) -> None:
+    """Validate and atomically write collective.csv (header first; times as Python writes them exactly)."""
+    path = Path(run_dir) / COLLECTIVE_FILE
+    validate_collective(rows, ranks, str(path))
+    lines = [",".join(COLLECTIVE_COLUMNS)]
+    lines += ["{},{},{},{},{!r}".format(r["floats"], r["phase"], r["rep"], r["rank"], float(r["time_s"]))
+              for r in rows]
+    atomic.write_text(path, "\n".join(lines) + "\n")
+
+
+def read_collective(run_dir: Path, ranks: int) -> list:
+    """Read and validate collective.csv (empty list if the file is absent: not a collective run)."""
+    path = Path(run_dir) / COLLECTIVE_FILE
+    if not path.exists():
+        return []
+    rows = _read_typed_csv(path, COLLECTIVE_COLUMNS, (int, str, int, int, float))
+    return validate_collective(rows, ranks, str(path))
 
 
 def monitor_header() -> str:

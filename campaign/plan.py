@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from bench import atomic, frameworks, generated, modelplan, prepared
+from bench import atomic, collectives, frameworks, generated, modelplan, prepared
 from bench.errors import UsageError
 from campaign import requests, specs
 from campaign.runners import Runner
@@ -147,15 +147,24 @@ def plan(matrix: Matrix, runner: Runner, campaign: str, campaign_dir: Path, data
     measurement = matrix.experiment.measurement_for(matrix.profile) if matrix.experiment is not None else None
     for wl_name in matrix.workloads:
         workload_spec = specs.load(wl_name, matrix.profile)
-        missing = untranslated(workload_spec, matrix.era)
+        collective = collectives.is_collective(workload_spec)  # no model: nothing to translate (bench/collectives)
+        missing = [] if collective else untranslated(workload_spec, matrix.era)
         if missing:  # every framework of the era would stop at its first layer: say so once, run the rest
             print(f"skipping {wl_name}: the {matrix.era}-era framework modules do not translate {', '.join(missing)} "
                   f"(run it with ERA=current)", flush=True)
             continue
+        refused = {fw: collectives.refusal(fw, matrix.era) for fw in matrix.frameworks
+                   if collective and collectives.refusal(fw, matrix.era)}
+        for fw, why in sorted(refused.items()):  # said once; the other frameworks' runs go ahead
+            print(f"skipping {wl_name} for {fw}: {why}; it runs with FRAMEWORKS={' '.join(collectives.FRAMEWORKS)}",
+                  flush=True)
+        batch_size = matrix.experiment.batch_size_for(wl_name, matrix.profile) if matrix.experiment else None
         for point in matrix.points:
-            spec = apply_point(workload_spec, point, measurement)
+            spec = apply_point(workload_spec, point, measurement, batch_size)
             at = "".join(f" {axis} {value}" for axis, value in point.items())
             for fw in matrix.frameworks:
+                if fw in refused:
+                    continue
                 for repeat in range(1, matrix.repeats + 1):
                     req = requests.resolve(
                         framework=fw, era=matrix.era, workload=wl_name, profile=matrix.profile, spec=spec,

@@ -9,6 +9,7 @@ analysis/studies; `reference`: its published tables in analysis/reference) and o
     cpu = "<target>"                       # GPU experiments (required): the CPU experiment offered instead
     measurement = { protocol = "iterations", warmup = 100, iterations = 1000 }   # optional
     sweep = { threads = "doubling" | [1, 2, 4], batch_size = [50, 500] }       # optional
+    batch_sizes = { "<workload>" = 128 }   # optional: the experiment's batch size for some of its workloads
     [experiments.<target>.profiles.quick]                                      # optional, per profile:
     measurement = { iterations = 20 }                                          # replaces those keys
 
@@ -16,7 +17,10 @@ With no `measurement`, runs follow the epoch protocol of their workload spec; a 
 into each run's resolved spec (bench.measurement.check validates it). A sweep runs every
 workload x framework x repeat once per point of the axes' product; each point enters the run request
 (request["sweep"]) and so its run id, and the report groups by it. `threads = "doubling"` is 1, 2, 4, ...
-up to and past the machine's physical cores (doubling_threads). Every GPU experiment's `cpu` names its CPU
+up to and past the machine's physical cores (doubling_threads). `batch_sizes` sets the batch size of some of
+the experiment's workloads where its study ran them at another than the workload spec's (a study's GPU
+batch); it enters each run's resolved spec and so its run id, except under a profile that chose a batch size
+of its own (Experiment.batch_size_for). Every GPU experiment's `cpu` names its CPU
 counterpart, which `make <gpu target>` offers on a machine without a GPU; it must be a CPU experiment of the
 same study. Experiment names are unique across studies: they are the Makefile's campaign targets.
 """
@@ -44,7 +48,7 @@ SWEEP_AXES: dict[str, tuple[str, ...]] = {
     "batch_size": ("training", "batch_size"),
 }
 _STUDY_KEYS = {"title", "claims", "reference"}
-_EXPERIMENT_KEYS = {"device", "workloads", "cpu", "measurement", "sweep", "profiles"}
+_EXPERIMENT_KEYS = {"device", "workloads", "cpu", "measurement", "sweep", "profiles", "batch_sizes"}
 
 
 @dataclass(frozen=True)
@@ -61,12 +65,26 @@ class Experiment:
     profile_measurement: dict[str, dict[str, Any]] = field(default_factory=dict)
     # A GPU experiment's CPU counterpart in the same study (the make target offered without a GPU); None on a CPU one.
     cpu: str | None = None
+    # {workload: the batch size the study ran it at in this experiment, where not the workload spec's}
+    batch_sizes: dict[str, int] = field(default_factory=dict)
 
     def measurement_for(self, profile: str) -> dict[str, Any] | None:
         """The measurement table of this experiment's runs of `profile` (None: the epoch protocol)."""
         if self.measurement is None:
             return None
         return {**self.measurement, **self.profile_measurement.get(profile, {})}
+
+    def batch_size_for(self, workload: str, profile: str) -> int | None:
+        """The batch size of this experiment's runs of `workload` under `profile` where it is not the resolved
+        spec's (None: the spec's own)."""
+        size = self.batch_sizes.get(workload)
+        if size is None:
+            return None
+        # A profile with a batch size of its own chose what a short run can afford (smoke: a few rows in
+        # seconds), whatever the device: it keeps it. The paper profile, and a profile that keeps the spec's
+        # batch size and shortens the run otherwise (quick: fewer rows), run at the study's.
+        own = specs.load(workload, profile)["training"].get("batch_size")
+        return None if own != specs.load(workload)["training"].get("batch_size") else size
 
     def points(self, physical_cores: int | None = None) -> list[dict[str, Any]]:
         """The sweep's points, each {axis: value} (one empty point without a sweep); threads 'doubling'
@@ -155,7 +173,25 @@ def _experiment(target: str, study: str, table: dict, where: str) -> Experiment:
     if cpu is not None and (table["device"] != "gpu" or not isinstance(cpu, str) or not cpu):
         raise UsageError(f"{where} sets cpu = {cpu!r}" + (" but runs on the CPU" if table["device"] != "gpu" else ""),
                          "only a GPU experiment names its CPU counterpart: cpu = \"<a CPU experiment of this study>\"")
-    return Experiment(target, study, table["device"], tuple(workloads), measurement, dict(sweep), by_profile, cpu)
+    batch_sizes = _batch_sizes(table.get("batch_sizes", {}), workloads, sweep, where)
+    return Experiment(target, study, table["device"], tuple(workloads), measurement, dict(sweep), by_profile, cpu,
+                      batch_sizes)
+
+
+def _batch_sizes(table: Any, workloads: list[str], sweep: dict, where: str) -> dict[str, int]:
+    """An experiment's batch_sizes table, checked: a positive whole number per workload of the experiment, and
+    no batch-size sweep beside it (whose points would replace it)."""
+    if not isinstance(table, dict):
+        raise UsageError(f"{where} sets batch_sizes = {table!r}", 'write batch_sizes = { "<workload>" = 128 }')
+    for workload, size in table.items():
+        if workload not in workloads:
+            raise UsageError(f"{where} sets a batch size for '{workload}', which it does not run",
+                             f"name one of its workloads: {', '.join(workloads)}")
+        if type(size) is not int or size < 1:
+            raise UsageError(f"{where} sets {workload}'s batch size to {size!r}", "give a positive whole number")
+    if table and "batch_size" in sweep:
+        raise UsageError(f"{where} sets batch_sizes and sweeps batch_size", "drop one of them")
+    return dict(table)
 
 
 def _check_counterparts(experiments: dict[str, Experiment], where: str) -> None:
@@ -200,10 +236,14 @@ def doubling_threads(physical_cores: int | None = None) -> list[int]:
     return counts
 
 
-def apply_point(spec: dict[str, Any], point: dict[str, Any], measurement: dict[str, Any] | None) -> dict[str, Any]:
-    """A workload's resolved spec with an experiment's measurement table and a sweep point's spec values
-    (threads is the run's, not the spec's: campaign.plan sets it)."""
+def apply_point(spec: dict[str, Any], point: dict[str, Any], measurement: dict[str, Any] | None,
+                batch_size: int | None = None) -> dict[str, Any]:
+    """A workload's resolved spec with an experiment's measurement table, its batch size for the workload
+    (Experiment.batch_size_for; None: the spec's) and a sweep point's spec values (threads is the run's, not the
+    spec's: campaign.plan sets it)."""
     out = {**spec, "training": dict(spec["training"])}
+    if batch_size is not None:
+        out["training"]["batch_size"] = batch_size
     # The epoch protocol is every spec's default: written out, it would only change the run ids.
     if measurement is not None and measurement.get("protocol") != measure.EPOCHS:
         out["measurement"] = dict(measurement)

@@ -10,8 +10,8 @@ Every Python file of the payload (bench/) except the current-era framework modul
    subprocess.run(text=...)), ``from __future__ import annotations`` and ``list[int]``-style
    annotations, which 3.6 evaluates when it defines a function;
 3. the imports: only the standard library, NumPy, psutil, nvidia-ml-py (``pynvml``) and bench
-   itself (a paper-era framework module also its own framework's packages), and none of the NumPy
-   names newer than the paper era's NumPy 1.14.
+   itself (a paper-era framework module, and a collective module of bench/collectives, also its own
+   framework's packages), and none of the NumPy names newer than the paper era's NumPy 1.14.
 
     python -m images.compat [FILE_OR_FOLDER ...]     (default: the payload core)
 
@@ -64,7 +64,9 @@ def import_violations(path: Path) -> list[str]:
     """Imports outside the standard library, NumPy, psutil, pynvml and bench; NumPy names newer than 1.14."""
     out = []
     tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-    own = FRAMEWORK_PACKAGES.get(path.stem, set()) if path.parent.parent.name == "frameworks" else set()
+    # bench/frameworks/<era>/<name>.py and bench/collectives/<name>.py may import their framework
+    framework_module = path.parent.parent.name == "frameworks" or path.parent.name == "collectives"
+    own = FRAMEWORK_PACKAGES.get(path.stem, set()) if framework_module else set()
     allowed = set(sys.stdlib_module_names) | THIRD_PARTY | {"bench"} | own
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):

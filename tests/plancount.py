@@ -1,12 +1,13 @@
 """Trainable parameters of a model plan's layers, counted from the plan's shapes alone (convs, dense,
-batchnorm gamma and beta, residual blocks recursively): the count every framework must report, worked out
-without any framework."""
+batchnorm gamma and beta, residual blocks and concat branches recursively): the count every framework
+must report, worked out without any framework."""
 
 from __future__ import annotations
 
 
 def trainable(layers) -> int:
-    """Trainable parameters of planned layers (bench.modelplan.Layer), residual blocks recursively."""
+    """Trainable parameters of planned layers (bench.modelplan.Layer), residual blocks and concat branches
+    recursively."""
     n = 0
     for layer in layers:
         if layer.type == "conv2d":
@@ -18,4 +19,6 @@ def trainable(layers) -> int:
             n += 2 * layer.input.features
         elif layer.type == "residual":
             n += trainable(layer.branch) + trainable(layer.shortcut)
+        elif layer.type == "concat":
+            n += sum(trainable(branch) for branch in layer.branches)
     return n

@@ -10,6 +10,7 @@ builder has the same signature and SECTIONS alone decides the order.
     scoreboard      measured vs published accuracy and time per cell: the figure and table opening the report
     comparison      comparison with the published numbers, resource use
     shi             Shi et al.'s seconds per mini-batch (Tables 7, 8) beside the kit's, per thread count and GPU
+    allreduce       all-reduce seconds and bus bandwidth per size of collective runs (Shams et al.)
     eras            paper era vs current era: the same workloads side by side
     claims          what reproduced: the claims the campaign decides, those it cannot (and what would), the tests
     contention      runs whose training absorbed other load, and the verdicts resting on them

@@ -11,6 +11,7 @@ from analysis.eras import eras_of, outside_image_rows, outside_image_text, study
 from analysis.runs import PAPER_ERA
 from analysis.sections.columns import cell_columns
 from analysis.sections.environment import system_notes
+from bench.collectives import is_collective
 from bench.errors import UsageError
 from campaign.study import load_study
 
@@ -44,7 +45,8 @@ def header_section(ctx: ReportContext) -> list[Block]:
         workloads = ", ".join(sorted({r["workload"] for r in synthetic}))
         blocks.append(Para(f"{SYNTHETIC_BANNER}. ({len(synthetic)} of {len(c.rows)} runs used synthetic "
                            f"data: {workloads}.)", "banner"))
-    generated = sorted({r["workload"] for r in c.rows if r["data_source"] == "generated"})
+    generated = sorted({r["workload"] for r in c.rows if r["data_source"] == "generated"
+                        and not is_collective((c.runs.get(r["run_id"]) or {}).get("spec") or {})})  # trains nothing
     if generated:
         blocks.append(Para(f"{', '.join(generated)}: random inputs generated in each run, as the study timed these "
                            "networks; their accuracy means nothing.", "note"))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from analysis import shi
+from analysis import shi, sweeps
 from analysis.context import ReportContext
 from analysis.document import Block, Bullets, Heading, Inline, Para, Table
 from analysis.stats import format_number
@@ -150,7 +150,7 @@ def _gpu_blocks(ctx: ReportContext, all_series: list[shi.MeasuredSeries]) -> lis
             elif s is None:
                 measured = "no runs in this campaign"
             else:
-                measured = f"{_seconds(s.seconds.get(None), with_ratio=False)} on {_gpu_name(ctx, s.rows)}"
+                measured = f"{_seconds(s.mean, with_ratio=False)} on {_gpu_name(ctx, s.rows)}"  # any thread count
             rows.append([tool.tool, tool.framework or "—", *(_seconds(t7.get(hw), with_ratio=False) for hw in gpus),
                          *(_seconds(t8.get(n), with_ratio=False) for n in counts), measured,
                          ctx.run_links(s.rows) if s else "—"])
@@ -185,7 +185,7 @@ def shi_section(ctx: ReportContext) -> list[Block]:
              "the campaign has no run. Tools: " + tools + ". The "
              f"study's CPU machines: {machines}; " + _cores_text(cpu_rows) + "."),
     ]
-    epoch_only = [r for r in rows if r["status"] == "ok" and r.get(shi.MEASURED_COLUMN) is None]
+    epoch_only = [r for r in rows if r["status"] == "ok" and sweeps.minibatch_seconds(r) is None]
     if epoch_only:
         blocks.append(Para(f"{len(epoch_only)} successful runs of Shi's workloads used the epoch protocol: they "
                            "have no seconds per mini-batch and are not shown here (`make shi-cpu` / "

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pandas as pd
-
 from analysis.claims import (
     ORDER_OF_MAGNITUDE_LOW,
     Claim,
@@ -18,6 +16,7 @@ from analysis.claims import (
 )
 from analysis.runs import CURRENT_ERA
 from analysis.stats import format_number
+from analysis.sweeps import Series, finite, series, swept
 from analysis.transfer import speedups
 
 STUDY = "Shi et al."
@@ -27,31 +26,12 @@ TWO_ORDERS_HIGH = 10**2.5
 # "Scales poorly" past the physical cores: the best time past them is less than this much faster than
 # the best time within them.
 POOR_GAIN = 1.10
-# A run's time in a thread sweep: seconds per measured mini-batch (the iteration protocol, as Shi times
-# it), else the training time (the epoch protocol).
-_SWEPT_KEYS = ("workload", "framework", "era", "runner", "profile", "data_source")
 
 
-def _run_time(row: dict) -> float | None:
-    for column in ("iteration_time_mean_s", "training_time_s"):
-        value = row.get(column)
-        if value is not None and not pd.isna(value):
-            return float(value)
-    return None
-
-
-def _thread_groups(t: ResultsTable) -> dict[tuple, dict[int, list[dict]]]:
-    """Ok CPU runs of a thread sweep by group (workload, framework, era, runner, profile, data and the sweep's
-    other axes), then by thread count."""
-    groups: dict[tuple, dict[int, list[dict]]] = {}
-    for row in t.ok_rows:
-        sweep = str(row.get("sweep") or "")
-        if row.get("device") != "cpu" or "threads=" not in sweep or _run_time(row) is None:
-            continue
-        others = ", ".join(p for p in sweep.split(", ") if not p.startswith("threads="))
-        key = (*(row[k] for k in _SWEPT_KEYS), others)
-        groups.setdefault(key, {}).setdefault(int(row["threads"]), []).append(row)
-    return groups
+def _thread_sweeps(t: ResultsTable) -> list[Series]:
+    """The CPU series of a thread sweep (make shi-cpu): runs whose sweep names the thread count, timed in seconds
+    per measured mini-batch (iteration protocol, as Shi times it), else by their training time (epoch protocol)."""
+    return [s for s in series((r for r in t.ok_rows if swept(r)), training_time=True) if s.device == "cpu"]
 
 
 def shi_cpu_scaling_past_cores(t: ResultsTable) -> ClaimResult:
@@ -61,13 +41,13 @@ def shi_cpu_scaling_past_cores(t: ResultsTable) -> ClaimResult:
     time. Reproduced when no sweep gains 10 % or more past the cores (best within / best past < 1.10); not
     reproduced when one does. Insufficient data without a sweep that has counts on both sides of the cores."""
     parts, gains, used = [], [], []
-    for key, by_threads in sorted(_thread_groups(t).items()):
-        rows = [r for rs in by_threads.values() for r in rs]
+    for sweep in _thread_sweeps(t):
+        rows = sweep.rows
         cores = {r.get("physical_cores") for r in rows}
         p = next(iter(cores))
-        if len(cores) != 1 or p is None or pd.isna(p):  # unknown, or runs of several machines
+        if len(cores) != 1 or finite(p) is None:  # unknown, or runs of several machines
             continue
-        mean = {n: sum(_run_time(r) for r in rs) / len(rs) for n, rs in by_threads.items()}
+        mean = sweep.seconds
         within = {n: v for n, v in mean.items() if n <= p}
         past = {n: v for n, v in mean.items() if n > p}
         if not within or not past:
@@ -76,7 +56,8 @@ def shi_cpu_scaling_past_cores(t: ResultsTable) -> ClaimResult:
         gain = within[n_in] / past[n_past]
         gains.append(gain)
         used += [r["run_id"] for r in rows]
-        label = f"{key[1]} {key[0]}" + (f" ({key[-1]})" if key[-1] else "")
+        others = sweep.context["sweep"]
+        label = f"{sweep.framework} {sweep.workload}" + (f" ({others})" if others else "")
         parts.append(f"{label}: best {format_number(within[n_in], 4)} s at {n_in} of {int(p)} cores, "
                      f"{format_number(past[n_past], 4)} s at {n_past} threads ({format_number(gain)}×)")
     if not gains:
@@ -102,32 +83,26 @@ def shi_gpu_one_to_two_orders_faster(t: ResultsTable) -> ClaimResult:
                        cell_run_ids(c for s in pairs for c in (s.cpu, s.gpu)))
 
 
-def _speed_groups(t: ResultsTable) -> dict[tuple, dict[str, list[dict]]]:
-    """Ok runs by comparison group, then framework: the group is (workload, device, threads) with the era,
-    runner, profile, data, the sweep's other axes and what the time is (seconds per measured mini-batch for
-    runs of the iterations protocol, else the training time: never both in one group)."""
-    groups: dict[tuple, dict[str, list[dict]]] = {}
-    for row in t.ok_rows:
-        value = _run_time(row)
-        if value is None:
-            continue
-        per_batch = row.get("iteration_time_mean_s") is not None and not pd.isna(row["iteration_time_mean_s"])
-        sweep = str(row.get("sweep") or "")
-        others = ", ".join(p for p in sweep.split(", ") if p and not p.startswith("threads="))
-        threads = row.get("threads")
-        threads = None if threads is None or pd.isna(threads) else int(threads)
-        key = (row["workload"], row["device"], -1 if threads is None else threads, str(row.get("era")),
-               str(row.get("runner")), str(row.get("profile")), str(row.get("data_source")), others, per_batch)
-        groups.setdefault(key, {}).setdefault(row["framework"], []).append(row)
+def _speed_groups(t: ResultsTable) -> dict[tuple, dict[str, tuple[float, list[dict]]]]:
+    """Each comparison group's frameworks, each with its mean time and runs: a group is one thread count (-1: not
+    recorded) of the frameworks' series (analysis/sweeps.py) of one workload, device and context (era, runner,
+    profile, data, batch size, the sweep's other axes and what the time is: seconds per measured mini-batch,
+    else the training time, never both in one group)."""
+    groups: dict[tuple, dict[str, tuple[float, list[dict]]]] = {}
+    for s in series(t.ok_rows, training_time=True):
+        for threads, seconds in s.seconds.items():
+            key = (s.workload, s.device, -1 if threads is None else threads, *map(str, s.context.values()),
+                   s.per_minibatch)
+            groups.setdefault(key, {})[s.framework] = (seconds, s.runs[threads])
     return {k: groups[k] for k in sorted(groups)}
 
 
 def shi_no_tool_fastest_everywhere(t: ResultsTable) -> ClaimResult:
-    """In every (workload, device, threads) group (runs of one era, runner, profile, data and sweep point) where
-    at least 2 frameworks have a mean time, find the fastest; the time is seconds per measured mini-batch
-    (iteration_time_mean_s) for runs of the iterations protocol (make shi-cpu), else the training time, never
-    both in one group. Reproduced when no framework is fastest in every group; not reproduced when one is.
-    Insufficient data with fewer than 2 such groups."""
+    """In every (workload, device, threads) group (runs of one era, runner, profile, data, batch size and sweep
+    point) where at least 2 frameworks have a mean time, find the fastest; the time is seconds per measured
+    mini-batch (iteration_time_mean_s) for runs of the iterations protocol (make shi-cpu), else the training
+    time, never both in one group. Reproduced when no framework is fastest in every group; not reproduced when
+    one is. Insufficient data with fewer than 2 such groups."""
     values, used = [], []
     for key, by_fw in _speed_groups(t).items():
         if len(by_fw) < 2:
@@ -137,8 +112,8 @@ def shi_no_tool_fastest_everywhere(t: ResultsTable) -> ClaimResult:
         label += "" if threads < 0 else f" at {threads} thread{'s' if threads > 1 else ''}"
         label += f" ({others})" if others else ""
         label += ", s per mini-batch" if per_batch else ", training time"
-        values.append((label, {fw: sum(_run_time(r) for r in rs) / len(rs) for fw, rs in by_fw.items()}))
-        used += [r["run_id"] for rs in by_fw.values() for r in rs]
+        values.append((label, {fw: seconds for fw, (seconds, _) in by_fw.items()}))
+        used += [r["run_id"] for _, rs in by_fw.values() for r in rs]
     if len(values) < 2:
         return insufficient(f"{len(values)} (workload, device, threads) group(s) with >= 2 frameworks' time; "
                             "needs >= 2", used)

@@ -145,3 +145,15 @@ def test_iteration_protocol_runs_give_their_per_mini_batch_figures() -> None:
                                          "iteration_time_p95_s": 1.5, "measured_iterations": 20,
                                          "warmup_iterations": 4, "warmup_time_s": None}
     assert set(iteration_columns({"training_time_s": 9.0}).values()) == {None}  # the epoch protocol
+
+
+def test_iteration_protocol_cells_summarize_their_seconds_per_mini_batch() -> None:
+    # Two repeats of 0.5 and 0.7 s per mini-batch; epoch-protocol cells have none (n = 0, no note for it).
+    rows = [{**row("pytorch", "fcn-r-mnist", repeat=r), "iteration_time_mean_s": s, "iteration_time_std_s": 0.1 * r}
+            for r, s in ((1, 0.5), (2, 0.7))]
+    table = summary_table([*rows, row("keras", "cnn-mnist")])
+    fcn = cell(table, "pytorch", "fcn-r-mnist")
+    assert (fcn["iteration_time_mean_s_n"], fcn["iteration_time_mean_s_mean"]) == (2, pytest.approx(0.6))
+    assert fcn["iteration_time_std_s_mean"] == pytest.approx(0.15)
+    keras = cell(table, "keras", "cnn-mnist")
+    assert keras["iteration_time_mean_s_n"] == 0 and "iteration_time" not in keras["notes"]

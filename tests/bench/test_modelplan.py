@@ -12,6 +12,8 @@ from campaign import specs
 from tests.plancount import trainable
 
 CNN_SPECS = [name for name in specs.known_workloads() if specs.load(name)["family"] == "cnn"]
+# Every workload that trains a model (a "collective" workload times an all-reduce: no model, no loss).
+MODEL_SPECS = [name for name in specs.known_workloads() if specs.load(name)["family"] != "collective"]
 NO_PADS = Pads(0, 0, 0, 0)
 # Every conv2d and maxpool2d of every shipped CNN spec: (type, output (H, W, C), padding), then the
 # flatten size the first dense layer reads (what its parameter count depends on).
@@ -79,6 +81,24 @@ WINDOWS = {
          ("conv2d", (13, 13, 256), Pads(1, 1, 1, 1)), ("maxpool2d", (6, 6, 256), NO_PADS)],
         6 * 6 * 256,
     ),
+    # Shams et al.'s bvlc_alexnet (one tower): 'valid' conv1 11x11/4 over 227 gives 55; 3/2 pools on 55, 27 and 13
+    # are exact (Caffe's ceil = floor): 27, 13, 6.
+    "alexnet-shams-synthetic": (
+        [("conv2d", (55, 55, 96), NO_PADS), ("maxpool2d", (27, 27, 96), NO_PADS),
+         ("conv2d", (27, 27, 256), Pads(2, 2, 2, 2)), ("maxpool2d", (13, 13, 256), NO_PADS),
+         ("conv2d", (13, 13, 384), Pads(1, 1, 1, 1)), ("conv2d", (13, 13, 384), Pads(1, 1, 1, 1)),
+         ("conv2d", (13, 13, 256), Pads(1, 1, 1, 1)), ("maxpool2d", (6, 6, 256), NO_PADS)],
+        6 * 6 * 256,
+    ),
+    # Shams et al.'s VGG-19 (configuration E): 3x3 'same' convs (pad 1), 2x2/2 pools 224 -> 112 -> 56 -> 28 -> 14 -> 7.
+    "vgg19-synthetic": (
+        [("conv2d", (224, 224, 64), Pads(1, 1, 1, 1))] * 2 + [("maxpool2d", (112, 112, 64), NO_PADS)]
+        + [("conv2d", (112, 112, 128), Pads(1, 1, 1, 1))] * 2 + [("maxpool2d", (56, 56, 128), NO_PADS)]
+        + [("conv2d", (56, 56, 256), Pads(1, 1, 1, 1))] * 4 + [("maxpool2d", (28, 28, 256), NO_PADS)]
+        + [("conv2d", (28, 28, 512), Pads(1, 1, 1, 1))] * 4 + [("maxpool2d", (14, 14, 512), NO_PADS)]
+        + [("conv2d", (14, 14, 512), Pads(1, 1, 1, 1))] * 4 + [("maxpool2d", (7, 7, 512), NO_PADS)],
+        7 * 7 * 512,
+    ),
 }
 
 
@@ -89,7 +109,7 @@ def _broken(name: str, change) -> dict:
 
 
 # -- every shipped spec ----------------------------------------------------------------------------
-@pytest.mark.parametrize("name", specs.known_workloads())
+@pytest.mark.parametrize("name", MODEL_SPECS)
 def test_every_shipped_spec_is_planned(name):
     model = modelplan.plan(specs.load(name))
     assert model.layers[-1].type == "dense" and model.layers[-1]["activation"] is None
@@ -365,6 +385,81 @@ def test_residual_and_batchnorm_need_their_inputs():
         modelplan.plan(_broken("lstm-imdb", lambda s: s["model"]["layers"].insert(1, {"type": "global_avgpool"})))
 
 
+# -- concat: parallel branches stacked on channels (GoogLeNet's Inception modules) --------------------
+def _inception(a: int, b: int, c: int, d: int, e: int, f: int, stride: int = 1) -> dict:
+    """An Inception module: 1x1 a | 1x1 b -> 3x3 c | 1x1 d -> 5x5 e | max 3x3/1 -> 1x1 f."""
+    return {"type": "concat", "branches": [
+        [{"type": "conv2d", "filters": a, "kernel": 1, "stride": stride, "activation": "relu"}],
+        [{"type": "conv2d", "filters": b, "kernel": 1, "activation": "relu"},
+         {"type": "conv2d", "filters": c, "kernel": 3, "stride": stride, "padding": "same", "activation": "relu"}],
+        [{"type": "conv2d", "filters": d, "kernel": 1, "activation": "relu"},
+         {"type": "conv2d", "filters": e, "kernel": 5, "stride": stride, "padding": "same", "activation": "relu"}],
+        [{"type": "maxpool2d", "pool": 3, "stride": stride, "padding": "same"},
+         {"type": "conv2d", "filters": f, "kernel": 1, "activation": "relu"}]]}
+
+
+def test_concat_stacks_its_branches_channels_at_the_inputs_size():
+    model = modelplan.plan(_image_spec([_inception(64, 96, 128, 16, 32, 32)], (28, 28, 192)))
+    block = model.layers[0]
+    assert (block.type, block.input, block.output) == ("concat", Shape(IMAGE, (28, 28, 192)),
+                                                       Shape(IMAGE, (28, 28, 64 + 128 + 32 + 32)))
+    assert block.pads is None and block.branch is None and len(block.branches) == 4
+    for branch in block.branches:  # each branch planned from the concat's input, its layers chained
+        assert branch[0].input == block.input and branch[-1].output.dims[:2] == (28, 28)
+        assert [layer.input for layer in branch[1:]] == [layer.output for layer in branch[:-1]]
+    assert [layer.pads for layer in block.branches[2]] == [NO_PADS, Pads(2, 2, 2, 2)]  # 5x5 'same'
+    assert block.branches[3][0].pads == Pads(1, 1, 1, 1)  # the 3x3/1 pool keeps 28 x 28
+    assert model.layers[1].input == block.output and [layer.index for layer in model.layers] == [0, 1, 2]
+    # Szegedy et al.'s inception (3a): 1x1 192x64, 1x1 192x96 + 3x3 96x128, 1x1 192x16 + 5x5 16x32, 1x1 192x32.
+    hand = (192 * 64 + 64) + (192 * 96 + 96) + (9 * 96 * 128 + 128) + (192 * 16 + 16) + (25 * 16 * 32 + 32) + (
+        192 * 32 + 32)
+    assert trainable([block]) == hand == 163_696
+    flat = model.flat_layers
+    assert flat[0] is block and sum(layer.type == "conv2d" for layer in flat) == 6
+
+
+def test_concat_branches_agree_on_height_and_width_with_equal_strides():
+    model = modelplan.plan(_image_spec([_inception(8, 8, 8, 8, 8, 8, stride=2)], (15, 15, 3)))
+    assert model.layers[0].output == Shape(IMAGE, (8, 8, 32))  # every branch: ceil(15 / 2)
+
+
+@pytest.mark.parametrize(("layers", "message"), [
+    # a 'valid' 3x3 shrinks its branch to 26 x 26 while the 1x1 keeps 28 x 28
+    ([{"type": "concat", "branches": [[{"type": "conv2d", "filters": 4, "kernel": 1}],
+                                      [{"type": "conv2d", "filters": 4, "kernel": 3}]]}],
+     r"layer 0 \(concat\): the branches' outputs differ in height x width \(branch 0: \(28, 28, 4\), branch 1: "
+     r"\(26, 26, 4\)\); give every branch the same strides and 'same' padding"),
+    ([{"type": "concat", "branches": [[{"type": "conv2d", "filters": 4, "kernel": 1, "stride": 2}],
+                                      [{"type": "maxpool2d", "pool": 3, "stride": 1, "padding": "same"}]]}],
+     r"differ in height x width \(branch 0: \(14, 14, 4\), branch 1: \(28, 28, 3\)\)"),
+    ([{"type": "concat", "branches": [[{"type": "conv2d", "filters": 4, "kernel": 1}]]}],
+     "branches must be a list of two or more non-empty layer lists"),
+    ([{"type": "concat", "branches": [[{"type": "conv2d", "filters": 4, "kernel": 1}], []]}],
+     "branches must be a list of two or more non-empty layer lists"),
+    ([{"type": "concat"}], r"missing \['branches'\]"),
+    ([{"type": "concat", "branches": [[{"type": "flatten"}], [{"type": "flatten"}]]}],
+     r"layer 0 \(concat\): a branch holds image layers only"),
+    ([{"type": "concat", "branches": [[_block(3)], [_block(3)]]}], "a branch holds image layers only"),
+    ([{"type": "residual", "layers": [_inception(1, 1, 1, 1, 1, 1)]}], "a branch holds image layers only"),
+    ([{"type": "concat", "branches": [[{"type": "conv2d", "filters": 4, "kernel": 1, "groups": 2}],
+                                      [{"type": "conv2d", "filters": 4, "kernel": 1}]]}],
+     r"layer 0 branch 0 layer 0 \(conv2d\): unknown keys \['groups'\]"),
+    ([_inception(1, 1, 1, 1, 1, 1) | {"branches": [[{"type": "conv2d", "filters": 4, "kernel": 1,
+                                                     "activation": "softmax"}]] * 2}],
+     "only allowed on the output layer"),
+])
+def test_concat_errors(layers, message):
+    with pytest.raises(SpecError, match=message):
+        modelplan.plan(_image_spec(layers, (28, 28, 3)))
+
+
+def test_concat_needs_an_image_input():
+    spec = _image_spec([])
+    spec["model"]["layers"][1:1] = [_inception(1, 1, 1, 1, 1, 1)]  # after the global pool: a vector
+    with pytest.raises(SpecError, match=r"layer 1: concat needs an image input \(got vector \(3,\)\)"):
+        modelplan.plan(spec)
+
+
 def test_the_paper_era_names_what_it_does_not_translate():
     paper = modelplan.ERA_LAYER_TYPES["paper"]
     assert modelplan.untranslated(modelplan.plan(specs.load("cnn-mnist")), paper) == []
@@ -375,3 +470,7 @@ def test_the_paper_era_names_what_it_does_not_translate():
                                         r"global_avgpool, residual, conv2d with bias = false \(only conv2d, "):
         modelplan.require(resnet, paper, "pytorch (paper era)")
     modelplan.require(resnet, tuple(modelplan.LAYER_KEYS), "current", no_bias=True)  # the current era: all of it
+    googlenet = modelplan.plan(specs.load("googlenet-synthetic"))
+    assert modelplan.untranslated(googlenet, paper) == ["concat", "global_avgpool"]
+    with pytest.raises(SpecError, match=r"^chainer \(paper era\) does not translate concat, global_avgpool "):
+        modelplan.require(googlenet, paper, "chainer (paper era)")

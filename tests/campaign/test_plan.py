@@ -96,3 +96,14 @@ def test_a_generated_workload_without_row_counts_names_the_fix():
     with pytest.raises(UsageError, match=r"train_subset and test_subset in every profile; fix campaign/workloads/"
                                          r"alexnet-s-synthetic.toml"):
         requests.generated_data(spec)
+
+
+def test_a_collective_workload_plans_only_frameworks_with_a_collective_module(tmp_path, capsys):
+    from campaign.study import experiment
+
+    m = plan.Matrix(("pytorch", "tensorflow"), ("allreduce-shams",), "cpu", "smoke", 2, "real",
+                    experiment=experiment("shams-allreduce-cpu"))
+    runs = plan.plan(m, ScriptRunner("ok"), "t", tmp_path / "r", tmp_path / "no-data", 1)
+    assert [r.request["framework"] for r in runs] == ["pytorch", "pytorch"] and not (tmp_path / "no-data").exists()
+    assert runs[0].request["spec"]["measurement"] == {"protocol": "iterations", "warmup": 1, "iterations": 3}
+    assert "skipping allreduce-shams for tensorflow: tensorflow has no collective module" in capsys.readouterr().out

@@ -10,7 +10,7 @@ import pytest
 
 from analysis.studies import CLAIMS
 from bench.errors import UsageError
-from campaign import plan, study
+from campaign import plan, specs, study
 from tests.campaign.scriptrunner import ScriptRunner, prepared_mnist
 
 REPO = Path(__file__).resolve().parents[2]
@@ -125,6 +125,14 @@ def test_a_profile_replaces_the_experiments_measurement_keys(tmp_path, monkeypat
     assert run.request["spec"]["measurement"]["iterations"] == 3
 
 
+def _refused_in_one_line(tmp_path, monkeypatch, body, text):
+    """A cnn-mnist CPU experiment with `body` added is refused by a one-line error containing `text`."""
+    _study_file(tmp_path, monkeypatch, '[experiments.x]\ndevice = "cpu"\nworkloads = ["cnn-mnist"]\n' + body)
+    with pytest.raises(UsageError) as caught:
+        study.load_study("s")
+    assert text in str(caught.value) and "\n" not in str(caught.value)
+
+
 @pytest.mark.parametrize("body, text", [
     ('profiles.quick = { measurement = { iterations = 5 } }\n', "sets a measurement but the experiment has none"),
     ('measurement = { protocol = "iterations", warmup = 1, iterations = 9 }\n'
@@ -133,10 +141,7 @@ def test_a_profile_replaces_the_experiments_measurement_keys(tmp_path, monkeypat
      "sets unknown key 'repeats'; use only measurement"),
 ])
 def test_a_bad_profile_measurement_is_refused(tmp_path, monkeypatch, body, text):
-    _study_file(tmp_path, monkeypatch, '[experiments.x]\ndevice = "cpu"\nworkloads = ["cnn-mnist"]\n' + body)
-    with pytest.raises(UsageError) as caught:
-        study.load_study("s")
-    assert text in str(caught.value) and "\n" not in str(caught.value)
+    _refused_in_one_line(tmp_path, monkeypatch, body, text)
 
 
 def test_an_explicit_epoch_protocol_leaves_the_spec_and_the_run_id_alone():
@@ -189,3 +194,44 @@ def test_a_gpu_experiments_cpu_counterpart_is_read(tmp_path, monkeypatch):
     _study_file(tmp_path, monkeypatch, _CPU_AND_GPU + 'cpu = "s-cpu"\n')
     assert study.experiment("s-gpu").cpu == "s-cpu"
     assert study.experiment("s-cpu").cpu is None
+
+
+def test_an_experiments_batch_size_enters_the_spec_and_the_run_id(tmp_path, monkeypatch):
+    _study_file(tmp_path, monkeypatch, '[experiments.s-cpu]\ndevice = "cpu"\nworkloads = ["cnn-mnist"]\n\n'
+                '[experiments.b-cpu]\ndevice = "cpu"\nworkloads = ["cnn-mnist"]\nbatch_sizes = { "cnn-mnist" = 32 }\n')
+    prepared_mnist(tmp_path / "data")
+
+    def planned(target: str) -> list:
+        experiment = study.experiment(target)
+        m = plan.build_matrix(["pytorch"], ["cnn-mnist"], "cpu", "quick", 2, "real", experiment=experiment)
+        return plan.plan(m, ScriptRunner("ok"), target, tmp_path / "results" / target, tmp_path / "data", threads=1)
+
+    plain, batched = planned("s-cpu"), planned("b-cpu")
+    assert [r.request["spec"]["training"]["batch_size"] for r in plain] == [128, 128]
+    assert [r.request["spec"]["training"]["batch_size"] for r in batched] == [32, 32]
+    assert not {r.run_id for r in plain} & {r.run_id for r in batched}
+    assert all("sweep" not in r.request for r in batched)  # not a sweep point: the spec says it
+
+
+def test_a_profile_with_a_batch_size_of_its_own_keeps_it():
+    # lstm32-ptb: 256 (paper and quick), 16 under smoke; shi-gpu runs it at Table 7's GPU batch, 128.
+    shi_gpu = study.experiment("shi-gpu")
+    assert [shi_gpu.batch_size_for("lstm32-ptb", p) for p in ("paper", "quick", "smoke")] == [128, 128, None]
+    assert shi_gpu.batch_size_for("fcn-r-mnist", "paper") is None
+    spec = specs.load("lstm32-ptb", "quick")
+    assert study.apply_point(spec, {}, None, 128)["training"]["batch_size"] == 128
+    assert spec["training"]["batch_size"] == 256  # the workload's spec is left alone
+    assert study.apply_point(spec, {}, None, None) == spec
+
+
+@pytest.mark.parametrize("body, text", [
+    ('batch_sizes = { "lstm-imdb" = 64 }\n', "[experiments.x] of campaign/studies/s.toml sets a batch size for "
+     "'lstm-imdb', which it does not run; name one of its workloads: cnn-mnist"),
+    ('batch_sizes = { "cnn-mnist" = 0 }\n', "sets cnn-mnist's batch size to 0; give a positive whole number"),
+    ('batch_sizes = { "cnn-mnist" = 6.5 }\n', "sets cnn-mnist's batch size to 6.5; give a positive whole number"),
+    ('batch_sizes = 64\n', "sets batch_sizes = 64; write batch_sizes = { \"<workload>\" = 128 }"),
+    ('batch_sizes = { "cnn-mnist" = 64 }\nsweep = { batch_size = [8, 16] }\n',
+     "sets batch_sizes and sweeps batch_size; drop one of them"),
+])
+def test_a_bad_batch_size_table_is_refused_in_one_line(tmp_path, monkeypatch, body, text):
+    _refused_in_one_line(tmp_path, monkeypatch, body, text)

@@ -164,6 +164,16 @@ class _Residual(chainer.Chain):
         return self.activation(out) if self.activation else out
 
 
+class _Concat(chainer.ChainList):
+    """Parallel branches from one input, their outputs stacked on channels (NCHW: axis 1)."""
+
+    def __init__(self, branches: list[SpecChain]):
+        super().__init__(*branches)
+
+    def forward(self, x: Any) -> Any:
+        return F.concat([branch(x) for branch in self], axis=1)
+
+
 class _Embed(chainer.Chain):
     """links.EmbedID over each sequence's real tokens; returns a list of (length, dim) sequences."""
 
@@ -304,6 +314,8 @@ def _build_stack(layers: list[modelplan.Layer], returns_state: bool = False, cal
             steps.append((kind, _Residual(_build_stack(layer.branch), _build_stack(layer.shortcut),
                                           layer["activation"])))
             continue  # its activation is after the add
+        elif kind == "concat":
+            steps.append((kind, _Concat([_build_stack(branch) for branch in layer.branches])))
         elif kind == "maxpool2d":
             steps.append((kind, _MaxPool2D(layer["pool"], layer["stride"], layer.pads)))
         elif kind == "dropout":
@@ -605,6 +617,8 @@ class ChainerTrainer:
                                     "chainer.config.train, moving ones in evaluation)")
         if "residual" in types:
             kernels["residual"] = "activation(branch(x) + shortcut(x)); projection = 1x1 Convolution2D(nobias) + BN"
+        if "concat" in types:
+            kernels["concat"] = "functions.concat of the branches' outputs on channels (axis 1, NCHW)"
         if "conv2d" in types:
             kernels["conv2d"] = (
                 "links.Convolution2D (cuDNN, autotune on)" if cudnn

@@ -65,7 +65,7 @@ def build_model(model: modelplan.ModelPlan, steps: int | None) -> keras.Model:
     """
     if model.encoder is not None:
         return build_seq2seq(model)
-    if any(layer.type == "residual" for layer in model.layers):
+    if any(layer.type in ("residual", "concat") for layer in model.layers):
         return build_residual(model)
     if model.input_shape is not None:
         stack: list[Any] = [keras.Input(shape=model.input_shape, dtype="float32")]
@@ -104,18 +104,21 @@ def build_seq2seq(model: modelplan.ModelPlan) -> keras.Model:
 
 
 def build_residual(model: modelplan.ModelPlan) -> keras.Model:
-    """A stack with residual blocks, as a functional keras.Model: each block adds its branch's output
-    to its shortcut's (the input itself where the shortcut is the identity), then the activation."""
+    """A stack with residual blocks or concats, as a functional keras.Model: each block adds its branch's
+    output to its shortcut's (the input itself where the shortcut is the identity), then the activation;
+    a concat stacks its branches' outputs on channels (channels_last: the last axis)."""
     image = keras.Input(shape=model.input_shape, dtype="float32")
     return keras.Model(image, _apply(model.layers, image), name="residual")
 
 
 def _apply(layers: list[modelplan.Layer], h: Any) -> Any:
-    """Planned layers called in order on a functional tensor, residual blocks recursively."""
+    """Planned layers called in order on a functional tensor, residual blocks and concats recursively."""
     for layer in layers:
         if layer.type == "residual":
             added = keras.layers.Add()([_apply(layer.branch, h), _apply(layer.shortcut, h)])
             h = keras.layers.Activation(layer["activation"] or "linear")(added)
+        elif layer.type == "concat":
+            h = keras.layers.Concatenate(axis=-1)([_apply(branch, h) for branch in layer.branches])
         else:
             h = _layer(layer, False)(h)
     return h
@@ -357,6 +360,8 @@ class KerasTrainer:
         if "residual" in types:
             kernels["residual"] = ("functional keras.Model: Add()([branch, shortcut]) -> Activation; "
                                    "projection 1x1 Conv2D + BN")
+        if "concat" in types:
+            kernels["concat"] = "functional keras.Model: Concatenate(axis=-1)(branches) (channels_last)"
         if "conv2d" in types:
             onednn = os.environ.get("TF_ENABLE_ONEDNN_OPTS", "1") != "0"
             kernels["conv2d"] = "keras.layers.Conv2D (" + (

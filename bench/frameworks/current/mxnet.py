@@ -126,6 +126,19 @@ class _Residual(gluon.HybridBlock):
         return F.Activation(out, act_type=self.activation) if self.activation else out
 
 
+class _Concat(gluon.HybridBlock):
+    """Parallel branches from one input, their outputs stacked on channels (NCHW: axis 1)."""
+
+    def __init__(self, branches: list[gluon.HybridBlock], **kwargs):
+        super().__init__(**kwargs)
+        self.branches = branches
+        for branch in branches:
+            self.register_child(branch)
+
+    def hybrid_forward(self, F, x):  # noqa: N803
+        return F.concat(*[branch(x) for branch in self.branches], dim=1)
+
+
 def _avgpool(layer: modelplan.Layer) -> list[gluon.HybridBlock]:
     """An average over the real values only (TensorFlow's 'same' rule): count_include_pad=False where the
     padding is symmetric; otherwise zeros padded explicitly, a full-window average, rescaled by the plan's counts."""
@@ -304,6 +317,8 @@ def _build_stack(layers: list[modelplan.Layer], gpu: bool, returns_state: bool =
         elif kind == "residual":
             blocks.append(_Residual(_build_stack(layer.branch, gpu), _build_stack(layer.shortcut, gpu), act))
             act = None  # applied after the add
+        elif kind == "concat":
+            blocks.append(_Concat([_build_stack(branch, gpu) for branch in layer.branches]))
         elif kind == "maxpool2d":
             if any(layer.pads):  # Gluon pools pad symmetrically only; -inf never wins a max, as in TensorFlow
                 blocks.append(_Pad(*layer.pads, float("-inf")))
@@ -642,6 +657,8 @@ class MXNetTrainer:
                                     "evaluation)")
         if "residual" in types:
             kernels["residual"] = "activation(branch(x) + shortcut(x)); projection = 1x1 Conv2D(use_bias=False) + BN"
+        if "concat" in types:
+            kernels["concat"] = "F.concat of the branches' outputs on channels (dim 1, NCHW)"
         if "conv2d" in types:
             if self.gpu:
                 autotune = os.environ.get("MXNET_CUDNN_AUTOTUNE_DEFAULT", "1")

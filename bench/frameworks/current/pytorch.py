@@ -121,6 +121,17 @@ class _Residual(nn.Module):
         return self.activation(self.branch(x) + self.shortcut(x))
 
 
+class _Concat(nn.Module):
+    """Parallel branches from one input, their outputs stacked on channels (NCHW: dim 1)."""
+
+    def __init__(self, branches: list[list[nn.Module]]):
+        super().__init__()
+        self.branches = nn.ModuleList(nn.Sequential(*branch) for branch in branches)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.cat([branch(x) for branch in self.branches], dim=1)
+
+
 class SpecNet(nn.Module):
     """A stack of layers built from a spec; sequence lengths (or an initial state) go to the LSTMs."""
 
@@ -170,7 +181,8 @@ def build_stack(layers: list[modelplan.Layer]) -> SpecNet:
 
 
 def _modules(layers: list[modelplan.Layer]) -> list[nn.Module]:
-    """The torch modules of planned layers, in order (a residual block recurses into its branch and shortcut)."""
+    """The torch modules of planned layers, in order (a residual block recurses into its branch and shortcut,
+    a concat into its branches)."""
     mods: list[nn.Module] = []
     for layer in layers:
         kind = layer.type
@@ -179,6 +191,8 @@ def _modules(layers: list[modelplan.Layer]) -> list[nn.Module]:
         elif kind == "residual":
             mods.append(_Residual(_modules(layer.branch), _modules(layer.shortcut), layer["activation"]))
             continue  # its activation is after the add
+        elif kind == "concat":
+            mods.append(_Concat([_modules(branch) for branch in layer.branches]))
         elif kind == "batchnorm":  # PyTorch's momentum is the batch statistics' weight: 1 - the plan's
             norm = nn.BatchNorm2d if layer.input.kind == modelplan.IMAGE else nn.BatchNorm1d
             mods.append(norm(layer.input.features, eps=layer["epsilon"], momentum=1.0 - layer["momentum"]))
@@ -467,6 +481,8 @@ class TorchTrainer:
         if "residual" in types:
             kernels["residual"] = ("activation(branch(x) + shortcut(x)); projection = 1x1 Conv2d(bias=False) "
                                    "+ BatchNorm2d")
+        if "concat" in types:
+            kernels["concat"] = "torch.cat of the branches' outputs on channels (dim 1, NCHW)"
         if "lstm" in types:
             if cudnn:
                 kernels["lstm"] = "torch.nn.LSTM (cuDNN)"

@@ -286,8 +286,22 @@ class _Residual:
         return self.activation(self.branch(x, training)[0] + self.shortcut(x, training)[0])
 
 
+class _Concat:
+    """Parallel branches from one input, their outputs stacked on channels (NHWC: the last axis)."""
+
+    def __init__(self, branches: list[_Stack]):
+        self.branches = branches
+
+    @property
+    def trainable_variables(self) -> list:
+        return [v for branch in self.branches for v in branch.trainable_variables]
+
+    def __call__(self, x: tf.Tensor, training: bool = False) -> tf.Tensor:
+        return tf.concat([branch(x, training)[0] for branch in self.branches], axis=-1)
+
+
 # Layers whose call takes `training` (dropout on in training, batchnorm's batch statistics vs moving ones).
-_TRAINING_AWARE = (keras.layers.Dropout, keras.layers.BatchNormalization, _Residual)
+_TRAINING_AWARE = (keras.layers.Dropout, keras.layers.BatchNormalization, _Residual, _Concat)
 
 
 class SpecNet:
@@ -357,6 +371,9 @@ def _build_stack(spec_layers: list[modelplan.Layer], device: str, what: str, sta
             stack.append(_Residual(_build_stack(layer.branch, device, f"{what} {i} branch layer"),
                                    _build_stack(layer.shortcut, device, f"{what} {i} shortcut layer"),
                                    layer["activation"]))
+        elif kind == "concat":
+            stack.append(_Concat([_build_stack(branch, device, f"{what} {i} branch {b} layer")
+                                  for b, branch in enumerate(layer.branches)]))
         elif kind == "dropout":
             stack.append(layers.Dropout(layer["rate"]))
         elif kind == "flatten":
@@ -628,6 +645,8 @@ class TFTrainer:
                                     "statistics in evaluation)")
         if "residual" in types:
             kernels["residual"] = "activation(branch(x) + shortcut(x)); projection = 1x1 Conv2D(use_bias=False) + BN"
+        if "concat" in types:
+            kernels["concat"] = "tf.concat of the branches' outputs on channels (the last axis, NHWC)"
         if "conv2d" in types:
             onednn = os.environ.get("TF_ENABLE_ONEDNN_OPTS", "1") != "0"
             kernels["conv2d"] = "tf.keras.layers.Conv2D (" + (

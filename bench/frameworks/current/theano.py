@@ -225,6 +225,9 @@ class SpecNet:
             elif kind == "residual":
                 step.update(branch=self._build(layer.branch, rng, f"{prefix}block{i}."),
                             shortcut=self._build(layer.shortcut, rng, f"{prefix}block{i}.shortcut."))
+            elif kind == "concat":
+                step["branches"] = [self._build(branch, rng, f"{prefix}concat{i}.branch{b}.")
+                                    for b, branch in enumerate(layer.branches)]
             elif kind == "dropout":
                 step["rate"] = float(layer["rate"])
             elif kind == "dense":  # on a sequence: the same dense at every step
@@ -300,6 +303,9 @@ class SpecNet:
             elif kind == "residual":
                 x = (self._run(step["branch"], x, lengths, deterministic)[0]
                      + self._run(step["shortcut"], x, lengths, deterministic)[0])
+            elif kind == "concat":  # NCHW: the branches' outputs stacked on axis 1
+                x = T.concatenate([self._run(branch, x, lengths, deterministic)[0] for branch in step["branches"]],
+                                  axis=1)
             elif kind == "maxpool2d":
                 if step["explicit_pads"]:
                     x = _pad(x, *step["explicit_pads"], value=-np.inf)
@@ -762,6 +768,8 @@ class TheanoTrainer:
                                     "updated with it, Keras' rule), moving ones in the evaluation graph")
         if "residual" in types:
             kernels["residual"] = "activation(branch(x) + shortcut(x)); projection = 1x1 conv2d (no bias) + batchnorm"
+        if "concat" in types:
+            kernels["concat"] = "T.concatenate of the branches' outputs on channels (axis 1, NCHW)"
         if "conv2d" in types:
             conv_ops = sorted(o for o in ops if o.startswith(("CorrMM", "Conv", "AbstractConv")))
             kernels["conv2d"] = f"theano.tensor.nnet.conv2d -> {', '.join(conv_ops)} (im2col + {blas} gemm, C)"

@@ -235,6 +235,8 @@ class SpecNet:
         pads = layer.pads
         if not pads.symmetric:  # TF puts the odd pixel after: pad by hand, then 'valid'
             step["explicit_pads"] = pads
+            # The shape hint is the padded input's: conv2d infers its output shape (and its gradient's) from it.
+            step["input_shape"] = (None, c, h + pads.top + pads.bottom, w + pads.left + pads.right)
         elif layer["padding"] == "same":  # symmetric: Theano pads itself ('half' for odd k, stride 1)
             step["border_mode"] = "half" if (s == 1 and k % 2 == 1) else (pads.top, pads.left)
         return step

@@ -26,6 +26,7 @@ import pytest
 from bench.modelplan import plan
 from campaign import specs as spec
 from images import envs
+from tests import background
 
 __all__ = [
     "test_loss_falls_and_accuracy_is_sane",
@@ -147,16 +148,13 @@ def run_probe(framework: str, workloads: Iterable[str], timeout: int = 900) -> d
     return {**run_probes([framework], workloads, timeout)[framework], "framework": framework}
 
 
-def probe_fixture(framework: str, workloads: Iterable[str], timeout: int = 900):
-    """A module-scoped fixture: run_probe(framework, workloads, timeout), run once for the test module."""
+def probe_fixture(framework: str, workloads: Iterable[str], module: str, weight: float, timeout: int = 900):
+    """A module-scoped fixture `probe`: run_probe(framework, workloads, timeout), run once, in the
+    background beside the other framework probes (tests/background.py; `weight`: its rough seconds,
+    `module`: the test module's __name__)."""
     workloads = tuple(workloads)
-
-    @pytest.fixture(scope="module")
-    def probe() -> dict:
-        """Probe output: {"workloads": {name: {...}}, "versions", "nan_raised", "nan_message"}."""
-        return run_probe(framework, workloads, timeout)
-
-    return probe
+    return background.fixture(f"{framework} probe", lambda _tmp: run_probe(framework, workloads, timeout),
+                              weight=weight, module=module, fixture_name="probe")
 
 
 def assert_trains(result: dict, workload: str, framework: str) -> None:

@@ -54,7 +54,7 @@ def test_build_lock_goes_first_and_pip_args_file_is_used(tmp_path, monkeypatch):
 
 
 # -- the probe in the chainer environment (slow) -----------------------------------------------
-probe = check.probe_fixture(FRAMEWORK, check.PROBED)
+probe = check.probe_fixture(FRAMEWORK, check.PROBED, __name__, weight=80)
 
 
 @pytest.mark.slow

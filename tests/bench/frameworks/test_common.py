@@ -5,12 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from bench.collectives import is_collective
 from bench.frameworks import common
 from bench.modelplan import SpecError
 from campaign import specs
 
 
-@pytest.mark.parametrize("name, profile", [(w, p) for w in specs.known_workloads() for p in specs.known_profiles(w)])
+# Every spec that trains a model (a collective workload, bench/collectives, has no optimizer).
+@pytest.mark.parametrize("name, profile", [(w, p) for w in specs.known_workloads() for p in specs.known_profiles(w)
+                                           if not is_collective(specs.load(w))])
 def test_every_shipped_spec_names_a_known_optimizer(name, profile):
     settings = common.optimizer_settings(specs.load(name, profile))
     assert settings["name"] in common.OPTIMIZER_DEFAULTS

@@ -16,7 +16,7 @@ from tests.bench.frameworks.check import *  # noqa: F403  (check.__all__: the sh
 FRAMEWORK = "mxnet"
 
 
-probe = check.probe_fixture(FRAMEWORK, check.PROBED)
+probe = check.probe_fixture(FRAMEWORK, check.PROBED, __name__, weight=60)
 
 
 @pytest.mark.slow

@@ -13,6 +13,7 @@ import pytest
 
 from bench.frameworks import known_frameworks
 from campaign import study
+from tests import background
 from tests.bench.frameworks import check
 
 FRAMEWORKS = ("pytorch", "keras")
@@ -37,10 +38,10 @@ def test_every_dlbench_workload_is_trained_by_the_probes():
     assert set(check.PROBED) == dlbench
 
 
-@pytest.fixture(scope="module")
-def probes() -> dict[str, dict]:
-    """Probe output per framework: {"workloads": {name: {...}}, "versions", "nan_raised", ...}."""
-    return check.run_probes(FRAMEWORKS, WORKLOADS)
+# Probe output per framework: {"workloads": {name: {...}}, "versions", "nan_raised", ...}; both at once,
+# in the background beside the other framework probes (tests/background.py).
+probes = background.fixture("pytorch keras probes", lambda _tmp: check.run_probes(FRAMEWORKS, WORKLOADS),
+                            weight=130, module=__name__, fixture_name="probes")
 
 
 @pytest.mark.slow

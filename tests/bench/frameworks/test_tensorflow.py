@@ -73,7 +73,7 @@ print(json.dumps(out))
 """
 
 
-probe = check.probe_fixture(FRAMEWORK, check.PROBED)
+probe = check.probe_fixture(FRAMEWORK, check.PROBED, __name__, weight=70)
 
 
 @pytest.fixture(scope="module")

@@ -80,7 +80,7 @@ def test_lock_pins_the_versions_theano_needs():
 
 # -- the probe in the theano environment (slow) ----------------------------------------------------
 # An empty compile cache (a new environment) costs minutes of g++ before the first step.
-probe = check.probe_fixture(FRAMEWORK, check.PROBED, timeout=2400)
+probe = check.probe_fixture(FRAMEWORK, check.PROBED, __name__, weight=340, timeout=2400)
 
 
 @pytest.mark.slow

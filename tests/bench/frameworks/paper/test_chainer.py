@@ -20,6 +20,7 @@ import pytest
 
 from bench import schema
 from campaign import specs
+from tests import background
 from tests.bench.frameworks import check
 from tests.bench.frameworks.paper import harness
 
@@ -46,8 +47,7 @@ def _absurd_learning_rate(spec: dict) -> None:
     spec["training"]["optimizer"] = {"name": "sgd", "lr": 1e30, "momentum": 0.0}
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory) -> dict[str, Path]:
+def _runs(tmp_path_factory) -> dict[str, Path]:
     """{workload: run folder} of the seven smoke runs, each through `python -m bench run`."""
     root = tmp_path_factory.mktemp("paper-chainer")
     harness.test_env(FRAMEWORK)  # built (minutes) before the runs' clock starts
@@ -61,6 +61,10 @@ def runs(tmp_path_factory) -> dict[str, Path]:
                     if r["timing"]["training_time_s"] is not None)
         + "; params: " + ", ".join(f"{w}={r['model'].get('trainable_params')}" for w, r in records.items()) + "\n")
     return out
+
+
+# Run in the background beside the other frameworks' slow fixtures (tests/background.py).
+runs = background.fixture("paper chainer runs", _runs, weight=100, module=__name__, fixture_name="runs")
 
 
 def _record(runs: dict[str, Path], workload: str) -> dict:

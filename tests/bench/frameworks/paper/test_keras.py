@@ -16,6 +16,7 @@ import json
 
 import pytest
 
+from tests import background
 from tests.bench.frameworks.paper import harness
 from tests.bench.frameworks.paper import test_theano as shared
 from tests.bench.frameworks.paper.test_theano import (  # noqa: F401  (the shared tests, collected here)
@@ -70,13 +71,16 @@ print(json.dumps(out))
 """
 
 
-@pytest.fixture(scope="module")
-def paper(tmp_path_factory) -> dict:
+def _paper(tmp_path_factory) -> dict:
     """Every workload and the NaN run, through the entrypoint, Keras 2.2.4 on its Theano backend."""
     root = tmp_path_factory.mktemp("keras-paper")
     extra_env = {**shared.theano_flags(FRAMEWORK), "KERAS_BACKEND": "theano",
                  "KERAS_HOME": str(root / "keras-home")}  # Keras writes keras.json there, not in ~/.keras
     return shared.run_paper(FRAMEWORK, root, extra_env)
+
+
+# Run in the background beside the other frameworks' slow fixtures (tests/background.py).
+paper = background.fixture("paper keras runs", _paper, weight=470, module=__name__, fixture_name="paper")
 
 
 def test_every_shared_test_is_collected_here():

@@ -24,6 +24,7 @@ import pytest
 
 from bench import schema
 from campaign import specs
+from tests import background
 from tests.bench.frameworks import check
 from tests.bench.frameworks.paper import harness
 
@@ -61,14 +62,17 @@ print(json.dumps(out))
 """
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory) -> dict[str, Path]:
+def _runs(tmp_path_factory) -> dict[str, Path]:
     """{workload: run folder}, every workload run once through the entrypoint."""
     root = tmp_path_factory.mktemp("mxnet-paper")
     started = time.perf_counter()
     out = harness.run(FRAMEWORK, list(WORKLOADS), root)
     sys.stderr.write(f"paper-era mxnet: {len(out)} runs in {time.perf_counter() - started:.0f} s\n")
     return out
+
+
+# Run in the background beside the other frameworks' slow fixtures (tests/background.py).
+runs = background.fixture("paper mxnet runs", _runs, weight=100, module=__name__, fixture_name="runs")
 
 
 @pytest.fixture(scope="module")

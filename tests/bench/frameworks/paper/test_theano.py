@@ -27,6 +27,7 @@ import pytest
 
 from bench import schema
 from images import envs
+from tests import background
 from tests.bench.frameworks import check
 from tests.bench.frameworks.paper import harness
 
@@ -180,10 +181,13 @@ def test_non_finite_loss_raises(paper):
 
 
 # -- Theano itself -----------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def paper(tmp_path_factory) -> dict:
+def _paper(tmp_path_factory) -> dict:
     """Every workload and the NaN run, through the entrypoint in the Theano 1.0.2 test environment."""
     return run_paper(FRAMEWORK, tmp_path_factory.mktemp("theano-paper"), theano_flags(FRAMEWORK))
+
+
+# Run in the background beside the other frameworks' slow fixtures (tests/background.py).
+paper = background.fixture("paper theano runs", _paper, weight=235, module=__name__, fixture_name="paper")
 
 
 def test_theano_kernels(paper):
@@ -199,3 +203,35 @@ def test_theano_kernels(paper):
     # Decoupled weight decay on the CNNs (SGD, momentum 0.5, weight decay 1e-6), by hand.
     assert infos["cnn-cifar10"]["optimizer"]["weight_decay"] == 1e-6
     assert infos["cnn-cifar10"]["weight_decay_rule"].startswith("decoupled")
+
+
+# Runs in the test environment: a stride-2 'same' conv over an even input (TensorFlow's rule pads 0
+# before and 1 after), its output and the gradient of every parameter. Theano infers the conv's output
+# shape from the input-shape hint, which must be the padded input's, or the gradient fails to build.
+STRIDED_SAME_SNIPPET = """
+import json, os, sys
+os.environ["THEANO_FLAGS"] = sys.stdin.read().strip()
+import numpy as np
+from bench import modelplan
+from bench.frameworks.paper import theano as th  # before theano: it sets the flags theano reads at import
+import theano
+import theano.tensor as T
+spec = {"name": "strided-same", "family": "cnn", "training": {"loss": "categorical_crossentropy"},
+        "model": {"input_shape": [8, 8, 3], "num_classes": 4, "layers": [
+            {"type": "conv2d", "filters": 4, "kernel": 3, "stride": 2, "padding": "same", "activation": "relu"},
+            {"type": "flatten"}, {"type": "dense", "units": 4, "activation": "softmax"}]}}
+net = th.SpecNet(modelplan.plan(spec), 0)
+x = T.tensor4("x")
+out = net.forward(x, None, False)
+fn = theano.function([x], [out] + theano.grad(out.sum(), net.params))
+values = fn(np.random.RandomState(0).rand(2, 3, 8, 8).astype("float32"))
+print(json.dumps({"pads": list(net.steps[0]["explicit_pads"]), "shapes": [list(v.shape) for v in values]}))
+"""
+
+
+def test_a_strided_same_conv_with_uneven_padding_has_a_gradient():
+    flags = theano_flags(FRAMEWORK)["THEANO_FLAGS"]
+    out = harness.run_json(FRAMEWORK, STRIDED_SAME_SNIPPET, stdin=flags)
+    assert out["pads"] == [0, 1, 0, 1]  # top, bottom, left, right: the odd pixel after, as TensorFlow
+    # 8 -> 4 x 4 x 4 = 64 features; the conv's kernel and bias, the dense's weights and bias.
+    assert out["shapes"] == [[2, 4], [4, 3, 3, 3], [4], [64, 4], [4]]

@@ -1,0 +1,54 @@
+"""Sweep series (analysis/sweeps.py): runs grouped by everything but the thread count, each point's time the
+mean over its repeats, seconds per mini-batch never mixed with training times."""
+
+from __future__ import annotations
+
+import math
+
+from analysis import sweeps
+
+
+def _row(fw: str, threads: int | None, seconds: float | None, repeat: int = 1, **extra) -> dict:
+    return {"run_id": f"{fw}-{threads}-r{repeat}", "workload": "fcn-r-mnist", "framework": fw, "device": "cpu",
+            "status": "ok", "threads": threads, "sweep": f"threads={threads}", "era": "current", "runner": "local",
+            "profile": "quick", "data_source": "real", "batch_size": 1024, "iteration_time_mean_s": seconds,
+            "training_time_s": 100.0, **extra}
+
+
+def test_a_series_is_everything_but_the_thread_count():
+    rows = [_row("pytorch", 1, 1.0), _row("pytorch", 2, 0.5), _row("pytorch", 2, 0.7, repeat=2),
+            _row("mxnet", 1, 2.0),
+            _row("pytorch", 1, 3.0, sweep="batch_size=8, threads=1"),  # another point of the other axis
+            _row("pytorch", 1, 4.0, batch_size=64),
+            _row("pytorch", 4, 9.0, status="failed")]
+    found = sweeps.series(rows)
+    assert [(s.framework, s.context["batch_size"], s.context["sweep"]) for s in found] == [
+        ("mxnet", 1024, ""), ("pytorch", 1024, ""), ("pytorch", 1024, "batch_size=8"), ("pytorch", 64, "")]
+    pytorch = found[1]
+    assert pytorch.seconds == {1: 1.0, 2: 0.6} and pytorch.per_minibatch
+    assert [r["run_id"] for r in pytorch.rows] == ["pytorch-1-r1", "pytorch-2-r1", "pytorch-2-r2"]
+
+
+def test_runs_without_seconds_per_mini_batch_form_training_time_series_only_when_asked():
+    rows = [_row("pytorch", 1, 1.0), _row("pytorch", 2, float("nan")), _row("pytorch", 4, None)]
+    (measured,) = sweeps.series(rows)
+    assert measured.seconds == {1: 1.0}
+    epochs, per_batch = sweeps.series(rows, training_time=True)  # training times sort first
+    assert (per_batch.per_minibatch, epochs.per_minibatch) == (True, False)
+    assert epochs.seconds == {2: 100.0, 4: 100.0}
+
+
+def test_a_gpu_series_pools_its_thread_counts_in_its_mean():
+    rows = [_row("pytorch", 2, 0.02, device="gpu", sweep=""), _row("pytorch", 4, 0.04, device="gpu", sweep=""),
+            _row("pytorch", None, 0.03, device="gpu", sweep="")]
+    (gpu,) = sweeps.series(rows)
+    assert gpu.device == "gpu" and list(gpu.seconds) == [2, 4, None]
+    assert math.isclose(gpu.mean, 0.03)
+
+
+def test_the_other_axes_and_what_is_measured():
+    assert sweeps.other_axes("batch_size=8, threads=2") == "batch_size=8"
+    assert sweeps.other_axes("threads=2") == sweeps.other_axes(None) == ""
+    assert sweeps.swept({"sweep": "threads=2"}) and not sweeps.swept({"sweep": ""})
+    assert sweeps.minibatch_seconds({"iteration_time_mean_s": float("nan")}) is None
+    assert sweeps.minibatch_seconds({"iteration_time_mean_s": 0.5}) == 0.5

@@ -1,0 +1,79 @@
+"""Slow module fixtures that mostly wait on one single-threaded subprocess, run two at a time.
+
+A framework probe trains at one thread (DLREPRO_THREADS=1), so on CI's two cores one of them leaves a
+core idle for minutes. A module registers its slow fixture here at import (collection), and the
+first such fixture the session asks for starts every registered job that a selected test needs, in
+two lanes, longest first; each fixture then waits only for its own job. Nothing they run is timed: the
+jobs only have to train (speed figures belong to the benchmarks), so sharing the cores is safe.
+
+    probe = background.fixture("chainer probe", lambda tmp: check.run_probe("chainer", ...), weight=80,
+                               module=__name__, fixture_name="probe")
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+LANES = 2  # CI's cores
+
+
+@dataclass(frozen=True)
+class Job:
+    """A registered slow fixture: what it runs, its test module and fixture name, and its rough cost
+    (orders the lanes)."""
+
+    run: Callable[[pytest.TempPathFactory], Any]
+    module: str
+    fixture_name: str
+    weight: float
+
+
+_jobs: dict[str, Job] = {}
+_futures: dict[str, Future] = {}
+_lock = threading.Lock()
+_pool: ThreadPoolExecutor | None = None
+
+
+def fixture(name: str, run: Callable[[pytest.TempPathFactory], Any], weight: float, module: str,
+            fixture_name: str):
+    """A module-scoped fixture `fixture_name` giving run(tmp_path_factory)'s value, computed in the
+    background (see the module docstring); `name` must be unique, `weight` is the job's rough seconds
+    (longest first), `module` the registering test module's __name__."""
+    if name in _jobs:
+        raise ValueError(f"background job {name!r} is registered twice")
+    _jobs[name] = Job(run, module, fixture_name, weight)
+
+    @pytest.fixture(scope="module", name=fixture_name)
+    def background_fixture(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
+        _start(request.session, tmp_path_factory)
+        return _futures[name].result()
+
+    return background_fixture
+
+
+def _needed(session: pytest.Session) -> set[tuple[str, str]]:
+    """(test module, fixture name) of every fixture a selected test uses: only their jobs are worth starting."""
+    return {(item.module.__name__, name) for item in session.items if getattr(item, "module", None) is not None
+            for name in getattr(item, "fixturenames", ())}
+
+
+def _start(session: pytest.Session, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Submit every needed job not yet submitted, heaviest first (idempotent)."""
+    global _pool
+    with _lock:
+        needed = _needed(session)
+        todo = sorted((name for name, job in _jobs.items()
+                       if (job.module, job.fixture_name) in needed and name not in _futures),
+                      key=lambda name: -_jobs[name].weight)
+        if not todo:
+            return
+        if _pool is None:
+            _pool = ThreadPoolExecutor(LANES, thread_name_prefix="background-fixture")
+        for name in todo:
+            _futures[name] = _pool.submit(_jobs[name].run, tmp_path_factory)

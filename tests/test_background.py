@@ -1,0 +1,58 @@
+"""tests/background.py: registered slow fixtures start together, two at a time, heaviest first, and only
+those a selected test uses."""
+
+from __future__ import annotations
+
+import threading
+from types import SimpleNamespace
+
+import pytest
+
+from tests import background
+
+
+@pytest.fixture()
+def registry(monkeypatch):
+    """An empty registry and pool for one test."""
+    monkeypatch.setattr(background, "_jobs", {})
+    monkeypatch.setattr(background, "_futures", {})
+    monkeypatch.setattr(background, "_pool", None)
+    yield
+    if background._pool is not None:
+        background._pool.shutdown(wait=True)
+
+
+def session(*uses: tuple[str, str]) -> SimpleNamespace:
+    """A session whose selected items use the given (module, fixture) pairs."""
+    return SimpleNamespace(items=[SimpleNamespace(module=SimpleNamespace(__name__=m), fixturenames=[f])
+                                  for m, f in uses])
+
+
+def test_jobs_run_two_at_a_time_heaviest_first_and_only_when_selected(registry):
+    started: list[str] = []
+    both_running = threading.Barrier(2, timeout=10)  # broken (an error) unless two jobs run at once
+
+    def job(name: str):
+        def run(_tmp):
+            started.append(name)
+            if name in ("heavy", "medium"):
+                both_running.wait()
+            return name
+        return run
+
+    background.fixture("light", job("light"), weight=1, module="m1", fixture_name="probe")
+    background.fixture("heavy", job("heavy"), weight=300, module="m2", fixture_name="probe")
+    background.fixture("medium", job("medium"), weight=50, module="m3", fixture_name="runs")
+    background.fixture("unselected", job("unselected"), weight=900, module="m4", fixture_name="probe")
+    background._start(session(("m1", "probe"), ("m2", "probe"), ("m3", "runs"), ("m4", "other")), None)
+    assert {name: f.result(timeout=20) for name, f in background._futures.items()} == {
+        "heavy": "heavy", "medium": "medium", "light": "light"}
+    assert started[:2] in (["heavy", "medium"], ["medium", "heavy"]) and started[2] == "light"
+    background._start(session(("m1", "probe")), None)  # idempotent: nothing runs twice
+    assert len(started) == 3
+
+
+def test_a_name_registers_once(registry):
+    background.fixture("probe", lambda _tmp: None, weight=1, module="m", fixture_name="probe")
+    with pytest.raises(ValueError, match="registered twice"):
+        background.fixture("probe", lambda _tmp: None, weight=1, module="m", fixture_name="probe")
