@@ -8,6 +8,9 @@ jobs only have to train (speed figures belong to the benchmarks), so sharing the
 
     probe = background.fixture("chainer probe", lambda tmp: check.run_probe("chainer", ...), weight=80,
                                module=__name__, fixture_name="probe")
+
+Jobs that name the same `shares` (a cache no two of them may use at once) run one after the other in one
+lane, so neither lane waits on the other's hold.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ class Job:
     module: str
     fixture_name: str
     weight: float
+    shares: str | None = None
 
 
 _jobs: dict[str, Job] = {}
@@ -41,13 +45,14 @@ _pool: ThreadPoolExecutor | None = None
 
 
 def fixture(name: str, run: Callable[[pytest.TempPathFactory], Any], weight: float, module: str,
-            fixture_name: str):
+            fixture_name: str, shares: str | None = None):
     """A module-scoped fixture `fixture_name` giving run(tmp_path_factory)'s value, computed in the
     background (see the module docstring); `name` must be unique, `weight` is the job's rough seconds
-    (longest first), `module` the registering test module's __name__."""
+    (longest first), `module` the registering test module's __name__, `shares` what it may not use at
+    the same time as another job naming it (they run in turn)."""
     if name in _jobs:
         raise ValueError(f"background job {name!r} is registered twice")
-    _jobs[name] = Job(run, module, fixture_name, weight)
+    _jobs[name] = Job(run, module, fixture_name, weight, shares)
 
     @pytest.fixture(scope="module", name=fixture_name)
     def background_fixture(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
@@ -63,17 +68,36 @@ def _needed(session: pytest.Session) -> set[tuple[str, str]]:
             for name in getattr(item, "fixturenames", ())}
 
 
+def turns(names: list[str], jobs: dict[str, Job]) -> list[list[str]]:
+    """The jobs grouped into what one lane runs in one go: each job alone, except that jobs naming the same
+    `shares` form one group; groups heaviest first (their weights summed), jobs in a group heaviest first."""
+    groups: dict[str, list[str]] = {}
+    for name in sorted(names, key=lambda n: -jobs[n].weight):
+        groups.setdefault(jobs[name].shares or f"job {name}", []).append(name)
+    return sorted(groups.values(), key=lambda group: -sum(jobs[n].weight for n in group))
+
+
+def _run_in_turn(names: list[str], futures: dict[str, Future], tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Run a group's jobs one after another, each result (or error) into its own future."""
+    for name in names:
+        try:
+            futures[name].set_result(_jobs[name].run(tmp_path_factory))
+        except BaseException as exc:  # the test that asks for it sees the error, as from a plain fixture
+            futures[name].set_exception(exc)
+
+
 def _start(session: pytest.Session, tmp_path_factory: pytest.TempPathFactory) -> None:
     """Submit every needed job not yet submitted, heaviest first (idempotent)."""
     global _pool
     with _lock:
         needed = _needed(session)
-        todo = sorted((name for name, job in _jobs.items()
-                       if (job.module, job.fixture_name) in needed and name not in _futures),
-                      key=lambda name: -_jobs[name].weight)
+        todo = [name for name, job in _jobs.items()
+                if (job.module, job.fixture_name) in needed and name not in _futures]
         if not todo:
             return
         if _pool is None:
             _pool = ThreadPoolExecutor(LANES, thread_name_prefix="background-fixture")
-        for name in todo:
-            _futures[name] = _pool.submit(_jobs[name].run, tmp_path_factory)
+        for group in turns(todo, _jobs):
+            futures = {name: Future() for name in group}
+            _futures.update(futures)
+            _pool.submit(_run_in_turn, group, futures, tmp_path_factory)

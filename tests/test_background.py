@@ -56,3 +56,39 @@ def test_a_name_registers_once(registry):
     background.fixture("probe", lambda _tmp: None, weight=1, module="m", fixture_name="probe")
     with pytest.raises(ValueError, match="registered twice"):
         background.fixture("probe", lambda _tmp: None, weight=1, module="m", fixture_name="probe")
+
+
+def test_jobs_sharing_a_cache_run_in_turn_in_one_lane_and_the_other_lane_goes_on(registry):
+    running: set[str] = set()
+    overlaps: list[set[str]] = []
+    lock = threading.Lock()
+    other_ran = threading.Event()
+
+    def job(name: str):
+        def run(_tmp):
+            with lock:
+                running.add(name)
+                overlaps.append(set(running))
+            if name == "keras":
+                assert other_ran.wait(10)  # the other lane is free while the group runs
+            if name == "fails":
+                raise RuntimeError("boom")
+            with lock:
+                running.discard(name)
+            if name == "light":
+                other_ran.set()
+            return name
+        return run
+
+    background.fixture("keras", job("keras"), weight=470, module="m1", fixture_name="paper", shares="cache")
+    background.fixture("theano", job("theano"), weight=235, module="m2", fixture_name="paper", shares="cache")
+    background.fixture("light", job("light"), weight=10, module="m3", fixture_name="probe")
+    background.fixture("fails", job("fails"), weight=5, module="m4", fixture_name="probe", shares="cache")
+    assert background.turns(["light", "theano", "fails", "keras"], background._jobs) == [
+        ["keras", "theano", "fails"], ["light"]]
+    background._start(session(("m1", "paper"), ("m2", "paper"), ("m3", "probe"), ("m4", "probe")), None)
+    assert [background._futures[n].result(timeout=20) for n in ("keras", "theano", "light")] == [
+        "keras", "theano", "light"]
+    with pytest.raises(RuntimeError, match="boom"):
+        background._futures["fails"].result(timeout=20)
+    assert not any({"keras", "theano"} <= seen for seen in overlaps)

@@ -80,7 +80,8 @@ def _paper(tmp_path_factory) -> dict:
 
 
 # Run in the background beside the other frameworks' slow fixtures (tests/background.py).
-paper = background.fixture("paper keras runs", _paper, weight=470, module=__name__, fixture_name="paper")
+paper = background.fixture("paper keras runs", _paper, weight=470, module=__name__, fixture_name="paper",
+                           shares=shared.COMPILE_CACHE)
 
 
 def test_every_shared_test_is_collected_here():
@@ -124,7 +125,8 @@ def test_keras_kernels(paper):
 def test_decoupled_weight_decay_is_the_rule(tmp_path):
     """Keras 2.2.4's optimizers have no weight decay; the constraint hook gives common.WEIGHT_DECAY_RULE exactly."""
     env = {**shared.theano_flags(FRAMEWORK), "KERAS_BACKEND": "theano", "KERAS_HOME": str(tmp_path)}
-    out = harness.run_json(FRAMEWORK, WEIGHT_DECAY_SCRIPT, stdin=json.dumps({"env": env}), timeout=600)
+    with shared.compile_cache_held(FRAMEWORK):
+        out = harness.run_json(FRAMEWORK, WEIGHT_DECAY_SCRIPT, stdin=json.dumps({"env": env}), timeout=600)
     for name, result in out.items():
         for got, want in zip(result["keras"], result["rule"]):
             assert got == pytest.approx(want, rel=1e-5, abs=1e-6), name

@@ -16,10 +16,13 @@ there with that file's `paper` fixture).
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import re
 import sys
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -69,11 +72,32 @@ def theano_flags(framework: str) -> dict[str, str]:
     Theano keys each compiled module by its C code, compiler flags and NumPy ABI, under a folder per
     platform and Python version, so sharing between identical installs is safe; the cache outlives
     the tests' temporary folders, so only the first session pays the cold g++ compiles."""
+    return {"THEANO_FLAGS": f"blas.ldflags=-lopenblas,base_compiledir={compiledir(framework)}"}
+
+
+def compiledir(framework: str) -> Path:
+    """The compile cache of the framework's test environment (see theano_flags)."""
     pins = re.findall(r"^(?:theano|numpy|scipy)==.*(?:\n\s+--hash=\S+)+", lock(framework).read_text(), re.MULTILINE)
     assert len(pins) == 3, f"{lock(framework)} must pin theano, numpy and scipy"
     key = hashlib.sha256("\n".join(sorted(pins)).encode()).hexdigest()[:12]
-    compiledir = envs.venv_root() / f"theano-1.0.2-paper-py311-compiledir-{key}"
-    return {"THEANO_FLAGS": f"blas.ldflags=-lopenblas,base_compiledir={compiledir}"}
+    return envs.venv_root() / f"theano-1.0.2-paper-py311-compiledir-{key}"
+
+
+# What the background jobs that use one compile cache name (tests/background.py: they run in turn).
+COMPILE_CACHE = "the paper-era Theano compile cache"
+
+
+@contextlib.contextmanager
+def compile_cache_held(framework: str) -> Iterator[None]:
+    """Hold the framework's compile cache for one user (its process tree) at a time, across threads and
+    sessions: Theano 1.0.2's module cache breaks when two processes compile the same module at once
+    (ModuleCache.add_key's `assert key not in self.keys`, a run's 'crash'), as the background Theano and
+    Keras runs once did in CI. One run_paper's two streams compile different workloads and share a hold."""
+    folder = compiledir(framework)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with open(folder.parent / f"{folder.name}.lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)  # released when fh closes
+        yield
 
 
 def absurd_learning_rate(spec: dict) -> None:
@@ -95,7 +119,7 @@ def run_paper(framework: str, root: Path, extra_env: dict[str, str]) -> dict:
                 NAN_WORKLOAD]
         return runs
 
-    with ThreadPoolExecutor(len(STREAMS)) as pool:
+    with compile_cache_held(framework), ThreadPoolExecutor(len(STREAMS)) as pool:
         runs = {w: d for part in pool.map(stream, STREAMS) for w, d in part.items()}
     nan = runs.pop(NAN_RUN)
     assert sorted(runs) == sorted(WORKLOADS), "STREAMS must hold every workload once"
@@ -187,7 +211,8 @@ def _paper(tmp_path_factory) -> dict:
 
 
 # Run in the background beside the other frameworks' slow fixtures (tests/background.py).
-paper = background.fixture("paper theano runs", _paper, weight=235, module=__name__, fixture_name="paper")
+paper = background.fixture("paper theano runs", _paper, weight=235, module=__name__, fixture_name="paper",
+                           shares=COMPILE_CACHE)
 
 
 def test_theano_kernels(paper):
@@ -231,7 +256,8 @@ print(json.dumps({"pads": list(net.steps[0]["explicit_pads"]), "shapes": [list(v
 
 def test_a_strided_same_conv_with_uneven_padding_has_a_gradient():
     flags = theano_flags(FRAMEWORK)["THEANO_FLAGS"]
-    out = harness.run_json(FRAMEWORK, STRIDED_SAME_SNIPPET, stdin=flags)
+    with compile_cache_held(FRAMEWORK):
+        out = harness.run_json(FRAMEWORK, STRIDED_SAME_SNIPPET, stdin=flags)
     assert out["pads"] == [0, 1, 0, 1]  # top, bottom, left, right: the odd pixel after, as TensorFlow
     # 8 -> 4 x 4 x 4 = 64 features; the conv's kernel and bias, the dense's weights and bias.
     assert out["shapes"] == [[2, 4], [4, 3, 3, 3], [4], [64, 4], [4]]
