@@ -49,9 +49,9 @@ BASE_IMAGE ?=
 export BASE_IMAGE
 
 # Every experiment of campaign/studies/*.toml (demo has its own recipe below).
-CAMPAIGN_TARGETS := cpu-cnn gpu-cnn cpu-lstm gpu-lstm shi-cpu shi-gpu shams-cpu shams-gpu shams-allreduce-cpu shams-allreduce-gpu
+CAMPAIGN_TARGETS := cpu-cnn gpu-cnn cpu-lstm gpu-lstm shi-cpu shi-gpu shams-cpu shams-gpu shams-allreduce-cpu shams-allreduce-gpu shams-scaleup-cpu shams-scaleup-gpu shi-multigpu
 # Those whose experiment runs on a GPU: they stop at once on a machine without one.
-GPU_TARGETS := gpu-cnn gpu-lstm shi-gpu shams-gpu shams-allreduce-gpu
+GPU_TARGETS := gpu-cnn gpu-lstm shi-gpu shams-gpu shams-allreduce-gpu shams-scaleup-gpu shi-multigpu
 RUN_ARGS = --frameworks "$(FRAMEWORKS)" --era "$(ERA)" --profile "$(PROFILE)" --repeats "$(REPEATS)" \
            --runner "$(RUNNER)" --data "$(DATA)" $(if $(THREADS),--threads "$(THREADS)") \
            $(if $(TIMEOUT),--timeout "$(TIMEOUT)") --gpus "$(GPUS)" --parallel "$(PARALLEL)" \
@@ -68,7 +68,7 @@ help: ## list the targets and variables
 	@echo "dlrepro: reproduce DLBench and related deep-learning-framework benchmark studies"
 	@echo
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | awk -F'\t' '{printf "  make %-10s %s\n", $$1, $$2}'
-	@echo "  make cpu-cnn    (also gpu-cnn, cpu-lstm, gpu-lstm; Shi et al.: shi-cpu, shi-gpu; Shams et al.: shams-cpu, shams-gpu, shams-allreduce-cpu, shams-allreduce-gpu) a whole study campaign: data, runs, report"
+	@echo "  make cpu-cnn    (also gpu-cnn, cpu-lstm, gpu-lstm; Shi et al.: shi-cpu, shi-gpu, shi-multigpu; Shams et al.: shams-cpu, shams-gpu, shams-allreduce-cpu, shams-allreduce-gpu, shams-scaleup-cpu, shams-scaleup-gpu) a whole study campaign: data, runs, report"
 	@echo
 	@echo "variables: FRAMEWORKS=\"$(FRAMEWORKS)\" PROFILE=$(PROFILE) (paper|quick|smoke) REPEATS=$(REPEATS)"
 	@echo "           RUNNER=$(RUNNER) (auto|docker|local|system) DATA=$(DATA) (real|synthetic) THREADS CAMPAIGN MIRROR TIMEOUT"
@@ -211,8 +211,8 @@ analyze: host ## turn results/$(CAMPAIGN) into reports/$(CAMPAIGN)
 
 report: analyze
 
-# cpu-cnn, gpu-cnn, cpu-lstm, gpu-lstm, shi-cpu, shi-gpu, shams-cpu, shams-gpu, shams-allreduce-cpu,
-# shams-allreduce-gpu: data, runs, report.
+# cpu-cnn, gpu-cnn, cpu-lstm, gpu-lstm, shi-cpu, shi-gpu, shi-multigpu, shams-cpu, shams-gpu, shams-allreduce-cpu,
+# shams-allreduce-gpu, shams-scaleup-cpu, shams-scaleup-gpu: data, runs, report.
 # A target whose experiment runs on the GPU (GPU_TARGETS) stops at once without one, naming the CPU
 # target its study file gives it (`cpu = ...`; check-gpu needs only the standard library, so it runs
 # before the host environment is built).

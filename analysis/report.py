@@ -25,6 +25,7 @@ from analysis.sections.minibatches import minibatches_section
 from analysis.sections.not_reproduced import not_reproduced_section
 from analysis.sections.outputs import figures_section, files_section
 from analysis.sections.overview import header_section, overview_section, problems_section
+from analysis.sections.scaling import scaling_section
 from analysis.sections.scoreboard import scoreboard_section
 from analysis.sections.shi import shi_section
 from analysis.sections.statistics import statistics_section
@@ -51,6 +52,7 @@ SECTIONS: tuple[Section, ...] = (
     shi_section,
     minibatches_section,
     allreduce_section,
+    scaling_section,
     era_comparison_section,
     transfer_section,
     statistics_section,

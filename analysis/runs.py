@@ -59,6 +59,9 @@ RUN_DTYPES: dict[str, str] = {
     "iteration_time_mean_s": _FLOAT, "iteration_time_median_s": _FLOAT, "iteration_time_std_s": _FLOAT,
     "iteration_time_p5_s": _FLOAT, "iteration_time_p95_s": _FLOAT, "measured_iterations": _INT,
     "warmup_iterations": _INT, "warmup_time_s": _FLOAT,
+    # Data-parallel ranks of an iteration-protocol run (bench/dataparallel.py; 1: one device) and its throughput,
+    # the rows one step trains over all ranks per millisecond of mean step time (empty for runs before them).
+    "ranks": _INT, "images_per_ms": _FLOAT,
     "final_loss": _FLOAT, "final_train_accuracy": _FLOAT,
     "cpu_util_mean_pct": _FLOAT, "mem_mean_mb": _FLOAT, "mem_peak_mb": _FLOAT, "gpu_util_mean_pct": _FLOAT,
     "monitor_source": _STR, "monitor_samples": _INT,
@@ -324,6 +327,7 @@ def run_row(run_dir: Path, run: dict, epochs: Sequence[dict[str, Any]], problems
         "epochs_planned": (spec.get("training") or {}).get("epochs"),
         **epoch_columns(epochs),
         **iteration_columns(timing),
+        "ranks": results.get("ranks"), "images_per_ms": results.get("images_per_ms"),
         # The hyper-parameters the other studies sweep (Wu et al.: batch size, learning rate).
         "batch_size": (spec.get("training") or {}).get("batch_size"),
         "learning_rate": _learning_rate(spec),

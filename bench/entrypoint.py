@@ -9,7 +9,8 @@ artifacts (bench/schema.py); the framework module only builds and trains the mod
 Training time is the sum of the epochs' training passes, each closed by a device synchronize.
 The per-epoch test pass is timed separately (eval_time_s); model construction and data loading
 are setup_time_s (schema.TIMING_DEFINITION). A spec whose measurement protocol is "iterations"
-(bench/measurement.py) times single mini-batches instead (bench/iterations.py). A spec of family
+(bench/measurement.py) times single mini-batches instead (bench/iterations.py), over several
+data-parallel ranks when the request's sweep has ranks > 1 (bench/dataparallel.py). A spec of family
 "collective" trains nothing: it times the framework's own collective (bench/collectives).
 CPython 3.6-clean: paper-era images run it.
 """
@@ -24,7 +25,18 @@ import traceback
 from pathlib import Path
 from typing import Dict, Optional
 
-from bench import collectives, frameworks, generated, iterations, measurement, prepared, request, schema, threads
+from bench import (
+    collectives,
+    dataparallel,
+    frameworks,
+    generated,
+    iterations,
+    measurement,
+    prepared,
+    request,
+    schema,
+    threads,
+)
 from bench.errors import UsageError
 from bench.frameworks import NonFiniteLoss
 from bench.frameworks.common import cpu_name, majority_rate
@@ -154,6 +166,9 @@ def train(req: dict, data_dir: Path, out: Path, record: dict) -> None:
     if not made:  # random labels: no accuracy to clear, so no floor is recorded (bench/generated.py)
         record["dataset"]["test_majority_rate"] = majority_rate(data.test["y"], data.test.get("y_len"))
     fw = record_environment(req, record)
+    if dataparallel.ranks(req) > 1:  # the ranks build their own trainers, each on its shard of the rows
+        dataparallel.run(req, fw, data, out, record, t_setup)
+        return
     trainer = fw.make_trainer(wl, data, req["device"], req["seed"])
     record["model"]["trainable_params"] = int(trainer.param_count())
     record["device_used"].update(trainer.info())
@@ -165,6 +180,8 @@ def train(req: dict, data_dir: Path, out: Path, record: dict) -> None:
     if protocol["protocol"] == measurement.ITERATIONS:
         warmup = measurement.warmup_steps(protocol, len(data.y_train), int(wl["training"]["batch_size"]))
         iterations.run(trainer, warmup, protocol["iterations"], out, record, req["framework"], req["era"])
+        batch = dataparallel.step_rows(int(wl["training"]["batch_size"]), len(data.y_train))
+        dataparallel.record_throughput(record, 1, batch)  # results.ranks and images_per_ms, as a sweep of ranks has
     else:
         train_epochs(trainer, wl["training"]["epochs"], out, record)
 
@@ -225,7 +242,7 @@ def run(req: dict, out: Path, data_dir: Optional[Path] = None) -> int:
     gpu = gpu_used(assigned_gpu(), record["host"]["gpus"])
     if gpu is not None:
         record["device_used"]["gpu"] = gpu
-    if req["data"]["source"] != generated.SOURCE:  # generated data have no folder (path stays "")
+    if req["data"]["source"] not in (generated.SOURCE, request.NO_DATA):  # no folder: path stays ""
         record["dataset"]["path"] = str(data_dir)
     monitor = start_monitor(out) if req["monitor"] else None
     failure = None

@@ -6,12 +6,15 @@ The entrypoint calls `run` instead of its epoch loop when the spec's measurement
 read. Every step, warm-up included and marked, goes to iterations.csv (bench/schema.py); run.json's
 timing gets the statistics of the measured steps only (schema.summarize_iterations). After the
 measured steps the test set is evaluated once, as the epoch protocol does after its last epoch.
+Data-parallel ranks (bench/dataparallel.py) run this same loop, each with a barrier before every
+step's first clock read (so every rank's time is of the same step), and only rank 0 evaluates.
 CPython 3.6-clean: paper-era images run it.
 """
 
 import math
 import time
 from pathlib import Path
+from typing import Callable, Optional
 
 from bench import schema
 from bench.errors import UsageError
@@ -28,10 +31,13 @@ def require_step(trainer, framework: str, era: str) -> None:
                          "run it with the epoch protocol (measurement protocol 'epochs') or another framework")
 
 
-def run(trainer, warmup: int, iterations: int, out: Path, record: dict, framework: str, era: str) -> None:
+def run(trainer, warmup: int, iterations: int, out: Path, record: dict, framework: str, era: str,
+        barrier: Optional[Callable[[], None]] = None, evaluate: bool = True) -> None:
     """Run `warmup` then `iterations` timed training steps of `trainer` and one test pass; write
     iterations.csv into `out` (also when a step fails, with the steps done) and fill record's timing
-    and results (test_accuracy, final_loss = the last step's loss; epochs_completed stays 0)."""
+    and results (test_accuracy, final_loss = the last step's loss; epochs_completed stays 0).
+    `barrier`: called before each step's clock starts (a data-parallel rank waits for the others);
+    evaluate False: no test pass (test_accuracy and eval_time_s stay as they are)."""
     require_step(trainer, framework, era)
     timing, results = record["timing"], record["results"]
     timing.update(protocol="iterations", warmup_iterations=warmup, measured_iterations=iterations,
@@ -45,6 +51,8 @@ def run(trainer, warmup: int, iterations: int, out: Path, record: dict, framewor
             timing["train_start_unix"] = time.time()
         for i in range(1, total + 1):
             phase = "warmup" if i <= warmup else "measured"
+            if barrier is not None:
+                barrier()
             t0 = time.perf_counter()
             loss = trainer.step()
             trainer.synchronize()
@@ -67,6 +75,8 @@ def run(trainer, warmup: int, iterations: int, out: Path, record: dict, framewor
         schema.write_iterations(out, rows)
     timing.update(schema.summarize_iterations(rows))
     results["final_loss"] = rows[-1]["loss"]
+    if not evaluate:
+        return
     t0 = time.perf_counter()
     results["test_accuracy"] = float(trainer.evaluate())
     trainer.synchronize()

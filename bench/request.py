@@ -19,7 +19,9 @@ Fields (all required; ``validate`` checks them on write and on read):
   prepared folder on the host; runners may mount it elsewhere), ``train_indices`` and ``test_indices``
   (sorted row numbers of the subset, or null for the whole split). Generated data (bench/generated.py:
   random inputs made in the run) have dataset and source "generated", path "", null indices and
-  ``data.generated``, the recipe they are made from; no other data have that field.
+  ``data.generated``, the recipe they are made from; no other data have that field. A workload that
+  reads no data (``dataset = "none"``: a collective, bench/collectives, times buffers it fills itself)
+  has dataset and source "none", arrays_sha256 and path "" and null indices (``no_data``).
 - ``device`` (cpu or gpu), ``threads`` (null = all the run may use), ``seed``, ``repeat``.
 - ``campaign``, ``runner`` (one of RUNNERS); ``environment``: ``env_id`` (lock sha256, image id,
   or for the system runner the sha256 of the installed packages) and ``image_digest`` (docker
@@ -94,8 +96,10 @@ DATA_FIELDS = {
     "test_indices": _OPT_LIST,
 }
 OPTIONAL_DATA_FIELDS = {"raw_files": (dict,), "generated": (dict,)}
-# data.source: a prepared dataset's (bench.prepared.SOURCES), or data generated in the run.
-DATA_SOURCES = ("real", "synthetic", generated.SOURCE)
+# A workload spec's dataset, and the request's data.dataset and data.source, when the run reads no data.
+NO_DATA = "none"
+# data.source: a prepared dataset's (bench.prepared.SOURCES), data generated in the run, or none.
+DATA_SOURCES = ("real", "synthetic", generated.SOURCE, NO_DATA)
 RAW_FILE_FIELDS = {"sha256": (str,), "verified": (str,)}
 ENVIRONMENT_FIELDS = {"env_id": (str,), "image_digest": _OPT_STR}
 OPTIONAL_ENVIRONMENT_FIELDS = {"system": (dict,), "container": (dict,)}
@@ -166,7 +170,7 @@ def validate(request: dict, where: str = REQUEST_FILE) -> dict:
         _check(entry, RAW_FILE_FIELDS, f"{where}: data.raw_files.{name}")
     if request["data"]["source"] not in DATA_SOURCES:
         raise RequestError(where, f"data.source {request['data']['source']!r} is not one of {DATA_SOURCES}")
-    problem = generated.data_problem(request["data"])
+    problem = generated.data_problem(request["data"]) or no_data_problem(request["spec"], request["data"])
     if problem:
         raise RequestError(where, problem)
     _check(request["environment"], ENVIRONMENT_FIELDS, f"{where}: environment", OPTIONAL_ENVIRONMENT_FIELDS)
@@ -191,6 +195,28 @@ def validate(request: dict, where: str = REQUEST_FILE) -> dict:
     if request["run_id"] != expected:
         raise RequestError(where, f"run_id {request['run_id']} does not match its content (expected {expected})")
     return request
+
+
+def no_data() -> dict:
+    """The data block of a run that reads no data (its workload spec's dataset is NO_DATA)."""
+    return {"dataset": NO_DATA, "source": NO_DATA, "arrays_sha256": "", "path": "",
+            "train_indices": None, "test_indices": None}
+
+
+def reads_no_data(spec: dict) -> bool:
+    """Whether a workload spec reads no data (dataset = "none": a collective, bench/collectives)."""
+    return spec.get("dataset") == NO_DATA
+
+
+def no_data_problem(spec: dict, data: dict) -> Optional[str]:
+    """What is wrong with a request's data block as far as "no data" goes (None if nothing): a spec that
+    reads none has exactly no_data(), and no other spec has data.source "none"."""
+    if reads_no_data(spec):
+        block = json.dumps(no_data(), sort_keys=True)
+        return None if data == no_data() else f"a workload that reads no data needs the data block {block}"
+    if data.get("source") == NO_DATA or data.get("dataset") == NO_DATA:
+        return "data.source \"none\" is only for a workload whose spec has dataset = \"none\""
+    return None
 
 
 def system_environment_problem(runner: str, environment: dict) -> Optional[str]:

@@ -175,6 +175,11 @@ RUN_RESULTS_FIELDS = {
     "final_loss": OPT_NUM,
     "epochs_completed": (int,),
 }
+# results' throughput of an iteration-protocol run (bench/dataparallel.py; optional: runs before it lack it, and
+# only iteration-protocol runs may have it; required by an ok run whose config.sweep has ranks): ranks, the
+# data-parallel ranks (config.sweep.ranks, else 1), and images_per_ms = the rows one step trains over all ranks
+# (ranks x batch) / (mean measured seconds per step x 1000), Shams et al.'s unit.
+RUN_THROUGHPUT_FIELDS = {"ranks": (int,), "images_per_ms": OPT_NUM}
 
 METRIC_FIELDS = {
     "schema_version": (int,),
@@ -263,6 +268,7 @@ def validate_run(obj: dict, where: str = RUN_FILE) -> dict:
     _check_iteration_timing(obj, where)
     _check_fields(obj["results"], RUN_RESULTS_FIELDS, f"{where}: results")
     _check_collective(obj, where)
+    _check_throughput(obj, where)
     _check_fields(obj["monitor"], {k: t for k, t in RUN_MONITOR_CONTENTION_FIELDS.items() if k in obj["monitor"]},
                   f"{where}: monitor")
     _check_fields(obj["dataset"], {k: t for k, t in RUN_DATASET_FIELDS.items() if k in obj["dataset"]},
@@ -334,6 +340,29 @@ def _check_collective(obj, where):
         _check_fields(entry, RUN_COLLECTIVE_SIZE_FIELDS, f"{where}: results.collective.sizes[{number}]")
         if not isinstance(entry.get("checked"), bool):
             raise SchemaError(f"{where}: results.collective.sizes[{number}] needs checked = true or false")
+
+
+def _check_throughput(obj, where):
+    """results.ranks and results.images_per_ms: both or neither, only on iteration-protocol runs, ranks equal
+    to the sweep's (1 without), required by an ok run that sweeps ranks."""
+    results = obj["results"]
+    present = [name for name in RUN_THROUGHPUT_FIELDS if name in results]
+    swept = (obj["config"].get("sweep") or {}).get("ranks")
+    if not present:
+        if swept is not None and obj["status"] == "ok":
+            raise SchemaError(f"{where}: an ok run of a ranks sweep needs results.ranks and results.images_per_ms")
+        return
+    if len(present) != len(RUN_THROUGHPUT_FIELDS):
+        raise SchemaError(f"{where}: results.ranks and results.images_per_ms come together")
+    if obj["timing"].get("protocol") != ITERATIONS:
+        raise SchemaError(f"{where}: results.ranks and images_per_ms are only for iteration-protocol runs")
+    _check_fields(results, RUN_THROUGHPUT_FIELDS, f"{where}: results")
+    want = 1 if swept is None else swept
+    if results["ranks"] != want:
+        raise SchemaError(f"{where}: results.ranks {results['ranks']} is not the run's rank count {want!r} "
+                          "(config.sweep.ranks, else 1)")
+    if results["images_per_ms"] is not None and results["images_per_ms"] <= 0:
+        raise SchemaError(f"{where}: results.images_per_ms {results['images_per_ms']} must be positive (or null)")
 
 
 def _check_raw_files(raw_files, where):

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from bench import atomic, collectives, frameworks, generated, modelplan, prepared
+from bench import atomic, collectives, dataparallel, frameworks, generated, modelplan, prepared, request
 from bench.errors import UsageError
 from campaign import requests, specs
 from campaign.runners import Runner
@@ -100,9 +100,10 @@ def build_matrix(
 
 
 def datasets_needed(workload_names: list[str]) -> list[str]:
-    """The prepared datasets a list of workloads reads (none for data generated in the run: nothing to
-    download or prepare for those)."""
-    return sorted({spec["dataset"] for spec in map(specs.load, workload_names) if not generated.is_generated(spec)})
+    """The prepared datasets a list of workloads reads (none for data generated in the run or for a workload
+    that reads none: nothing to download or prepare for those)."""
+    return sorted({spec["dataset"] for spec in map(specs.load, workload_names)
+                   if not generated.is_generated(spec) and not request.reads_no_data(spec)})
 
 
 def untranslated(spec: dict, era: str) -> list[str]:
@@ -129,6 +130,28 @@ def check_settings(campaign_dir: Path, wanted: dict) -> None:
         now = " ".join(f"{SETTING_VARS[k]}={wanted[k]}" for k in differ)
         raise UsageError(f"campaign folder {campaign_dir} holds runs made with {was}, not {now}",
                          f"resume it with {was}, or choose another CAMPAIGN name")
+
+
+def _serial_only(workload: str, matrix: Matrix) -> set[str]:
+    """The matrix's frameworks that cannot train over several ranks (bench/dataparallel.py) where its sweep asks
+    for more than one; each is said once in one line naming those that can. Their 1-rank runs go ahead."""
+    many = sorted({p["ranks"] for p in matrix.points if p.get("ranks", 1) > 1})
+    if not many:
+        return set()
+    refused = {fw: dataparallel.refusal(fw, matrix.era) for fw in matrix.frameworks}
+    refused = {fw: why for fw, why in refused.items() if why}
+    for fw, why in sorted(refused.items()):
+        print(f"skipping {workload} for {fw} at ranks {', '.join(map(str, many))}: {why}; data-parallel runs go "
+              f"with FRAMEWORKS={' '.join(dataparallel.FRAMEWORKS)} and ERA={dataparallel.ERAS[0]}", flush=True)
+    return set(refused)
+
+
+def gpus_per_run(spec: dict, point: dict) -> int:
+    """The GPUs one GPU run of a resolved spec at a sweep point needs: one per rank of its collective
+    (bench/collectives) or of its data-parallel training (the sweep's `ranks`), else one."""
+    if collectives.is_collective(spec):
+        return int(spec["collective"]["ranks"])
+    return int(point.get("ranks", 1))
 
 
 def plan(matrix: Matrix, runner: Runner, campaign: str, campaign_dir: Path, data_root: Path,
@@ -159,11 +182,18 @@ def plan(matrix: Matrix, runner: Runner, campaign: str, campaign_dir: Path, data
             print(f"skipping {wl_name} for {fw}: {why}; it runs with FRAMEWORKS={' '.join(collectives.FRAMEWORKS)}",
                   flush=True)
         batch_size = matrix.experiment.batch_size_for(wl_name, matrix.profile) if matrix.experiment else None
+        serial = _serial_only(wl_name, matrix)
+        split = matrix.experiment.split_batch if matrix.experiment else False
         for point in matrix.points:
-            spec = apply_point(workload_spec, point, measurement, batch_size)
+            spec = apply_point(workload_spec, point, measurement, batch_size, split)
             at = "".join(f" {axis} {value}" for axis, value in point.items())
+            gpus = gpus_per_run(spec, point) if matrix.device == "gpu" else 1
+            if gpus > 1:  # campaign/execute.py hands each run one GPU slot: say so rather than plan a sure failure
+                print(f"skipping {wl_name} on GPU{at}: a run over {gpus} GPUs is not supported yet (a campaign "
+                      f"gives each run one GPU); its CPU runs show the same ranks over Gloo", flush=True)
+                continue
             for fw in matrix.frameworks:
-                if fw in refused:
+                if fw in refused or (fw in serial and point.get("ranks", 1) > 1):
                     continue
                 for repeat in range(1, matrix.repeats + 1):
                     req = requests.resolve(

@@ -101,8 +101,10 @@ def resolve(*, framework: str, era: str, workload: str, profile: str, spec: dict
             device: str, threads: int | None, seed: int, repeat: int, campaign: str, runner: str,
             environment: Environment, monitor: bool = True, sweep: dict | None = None) -> dict:
     """The run request of one run (validated, with its run_id); `sweep`: the study sweep's point it runs at
-    ({axis: value}; None or empty: no sweep). `dataset`: the prepared dataset, None for generated data."""
-    if generated.is_generated(spec):
+    ({axis: value}; None or empty: no sweep). `dataset`: the prepared dataset, None for generated data or none."""
+    if request.reads_no_data(spec):  # a collective: buffers it fills itself (bench/collectives)
+        data = request.no_data()
+    elif generated.is_generated(spec):
         data = dict(generated_data(spec))
     else:
         if dataset is None:

@@ -8,8 +8,10 @@ analysis/studies; `reference`: its published tables in analysis/reference) and o
     workloads = [...]                      # workload specs, campaign/workloads/<name>.toml
     cpu = "<target>"                       # GPU experiments (required): the CPU experiment offered instead
     measurement = { protocol = "iterations", warmup = 100, iterations = 1000 }   # optional
-    sweep = { threads = "doubling" | [1, 2, 4], batch_size = [50, 500] }       # optional
+    sweep = { threads = "doubling" | [1, 2, 4], batch_size = [50, 500], ranks = [1, 2] }   # optional
     batch_sizes = { "<workload>" = 128 }   # optional: the experiment's batch size for some of its workloads
+    split_batch = true                     # optional, with a ranks sweep: the batch size is the step's, split
+                                           # between the ranks (Shi et al.'s Table 8), not each rank's (Shams et al.)
     [experiments.<target>.profiles.quick]                                      # optional, per profile:
     measurement = { iterations = 20 }                                          # replaces those keys
 
@@ -17,7 +19,10 @@ With no `measurement`, runs follow the epoch protocol of their workload spec; a 
 into each run's resolved spec (bench.measurement.check validates it). A sweep runs every
 workload x framework x repeat once per point of the axes' product; each point enters the run request
 (request["sweep"]) and so its run id, and the report groups by it. `threads = "doubling"` is 1, 2, 4, ...
-up to and past the machine's physical cores (doubling_threads). `batch_sizes` sets the batch size of some of
+up to and past the machine's physical cores (doubling_threads). `ranks` is the number of data-parallel
+workers a run trains over (bench/dataparallel.py: one GPU each, or processes sharing the CPU's cores), each at
+the workload's batch size; it needs the iteration protocol, and campaign.plan skips ranks > 1 for frameworks
+without data-parallel training. `batch_sizes` sets the batch size of some of
 the experiment's workloads where its study ran them at another than the workload spec's (a study's GPU
 batch); it enters each run's resolved spec and so its run id, except under a profile that chose a batch size
 of its own (Experiment.batch_size_for). Every GPU experiment's `cpu` names its CPU
@@ -42,13 +47,15 @@ from campaign import specs
 STUDIES_DIR = Path(__file__).parent / "studies"
 DEVICES = ("cpu", "gpu")
 DOUBLING = "doubling"
-# Sweep axes and where a point's value goes: the run's thread count, or a key of the resolved spec.
+# Sweep axes and where a point's value goes: the run's thread count, or a key of the resolved spec; ranks (the
+# data-parallel workers: bench/dataparallel.py) only in the request's sweep, as every axis.
 SWEEP_AXES: dict[str, tuple[str, ...]] = {
     "threads": (),
     "batch_size": ("training", "batch_size"),
+    "ranks": (),
 }
 _STUDY_KEYS = {"title", "claims", "reference"}
-_EXPERIMENT_KEYS = {"device", "workloads", "cpu", "measurement", "sweep", "profiles", "batch_sizes"}
+_EXPERIMENT_KEYS = {"device", "workloads", "cpu", "measurement", "sweep", "profiles", "batch_sizes", "split_batch"}
 
 
 @dataclass(frozen=True)
@@ -67,6 +74,9 @@ class Experiment:
     cpu: str | None = None
     # {workload: the batch size the study ran it at in this experiment, where not the workload spec's}
     batch_sizes: dict[str, int] = field(default_factory=dict)
+    # With a ranks sweep: the batch size is one step's over all ranks, each rank training batch / ranks rows
+    # (Shi et al.'s Table 8); False: each rank trains the batch size (Shams et al.: the batch per worker).
+    split_batch: bool = False
 
     def measurement_for(self, profile: str) -> dict[str, Any] | None:
         """The measurement table of this experiment's runs of `profile` (None: the epoch protocol)."""
@@ -169,13 +179,20 @@ def _experiment(target: str, study: str, table: dict, where: str) -> Experiment:
         if not good:
             also = ' or "doubling"' if axis == "threads" else ""
             raise UsageError(f"{where} sweeps {axis} over {values!r}", f"give a list of positive whole numbers{also}")
+    if "ranks" in sweep and (measurement or {}).get("protocol") != measure.ITERATIONS:
+        raise UsageError(f"{where} sweeps ranks without the iteration protocol (data-parallel runs time mini-batches)",
+                         "add measurement = { protocol = \"iterations\", warmup = W, iterations = N }")
     cpu = table.get("cpu")
     if cpu is not None and (table["device"] != "gpu" or not isinstance(cpu, str) or not cpu):
         raise UsageError(f"{where} sets cpu = {cpu!r}" + (" but runs on the CPU" if table["device"] != "gpu" else ""),
                          "only a GPU experiment names its CPU counterpart: cpu = \"<a CPU experiment of this study>\"")
     batch_sizes = _batch_sizes(table.get("batch_sizes", {}), workloads, sweep, where)
+    split = table.get("split_batch", False)
+    if not isinstance(split, bool) or (split and "ranks" not in sweep):
+        raise UsageError(f"{where} sets split_batch = {split!r}" + (" without a ranks sweep" if split is True else ""),
+                         "write split_batch = true only beside sweep = { ranks = [...] }, or leave it out")
     return Experiment(target, study, table["device"], tuple(workloads), measurement, dict(sweep), by_profile, cpu,
-                      batch_sizes)
+                      batch_sizes, split)
 
 
 def _batch_sizes(table: Any, workloads: list[str], sweep: dict, where: str) -> dict[str, int]:
@@ -237,10 +254,11 @@ def doubling_threads(physical_cores: int | None = None) -> list[int]:
 
 
 def apply_point(spec: dict[str, Any], point: dict[str, Any], measurement: dict[str, Any] | None,
-                batch_size: int | None = None) -> dict[str, Any]:
+                batch_size: int | None = None, split_batch: bool = False) -> dict[str, Any]:
     """A workload's resolved spec with an experiment's measurement table, its batch size for the workload
     (Experiment.batch_size_for; None: the spec's) and a sweep point's spec values (threads is the run's, not the
-    spec's: campaign.plan sets it)."""
+    spec's: campaign.plan sets it); split_batch: each of the point's ranks trains batch size / ranks rows (a
+    UsageError where that is not a whole number)."""
     out = {**spec, "training": dict(spec["training"])}
     if batch_size is not None:
         out["training"]["batch_size"] = batch_size
@@ -251,5 +269,12 @@ def apply_point(spec: dict[str, Any], point: dict[str, Any], measurement: dict[s
         if SWEEP_AXES[axis]:
             section, key = SWEEP_AXES[axis]
             out[section] = {**out.get(section, {}), key: value}
+    ranks = point.get("ranks", 1)
+    if split_batch and ranks > 1:
+        batch = out["training"]["batch_size"]
+        if batch % ranks:
+            raise UsageError(f"{spec.get('name', 'the workload')}'s batch size {batch} does not split between "
+                             f"{ranks} ranks", "sweep rank counts that divide it, or use a profile whose batch they do")
+        out["training"]["batch_size"] = batch // ranks
     return out
 

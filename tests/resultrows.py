@@ -25,3 +25,14 @@ def row(fw: str, wl: str, device: str = "cpu", repeat: int = 1, *, time: float |
         "cpu_util_mean_pct": cpu, "mem_mean_mb": mem, "mem_peak_mb": mem, "gpu_util_mean_pct": gpu,
         "epochs_planned": 3, "batch_size": batch, "learning_rate": lr,
     }
+
+
+def scale_row(fw: str, wl: str, ranks: int, images_per_ms: float | None, device: str = "cpu", repeat: int = 1,
+              batch: int = 64, **extra: Any) -> dict[str, Any]:
+    """A run-table row of a ranks sweep (bench/dataparallel.py) at `ranks`, with its throughput and the mean seconds
+    per step that gives it (ranks x batch images per step)."""
+    base = row(fw, wl, device, repeat, batch=batch)
+    seconds = None if images_per_ms is None else ranks * batch / (images_per_ms * 1000)
+    return {**base, "run_id": f"{base['run_id']}-n{ranks}", "sweep": f"ranks={ranks}", "ranks": ranks,
+            "images_per_ms": images_per_ms, "iteration_time_mean_s": seconds, "run_dir": f"/r/{fw}-{wl}-{ranks}",
+            **extra}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from analysis.context import ReportContext
 from analysis.document import Block, Heading, Inline, Para, Table
+from bench.request import NO_DATA
 
 # What a run.json without dataset.raw_files (written before they were recorded) shows instead.
 NOT_RECORDED = "not recorded in run.json (an older run)"
@@ -13,6 +14,8 @@ NOT_RECORDED = "not recorded in run.json (an older run)"
 def _rows_of(run: dict) -> list[tuple[str, ...]]:
     """(dataset, source, arrays sha256, raw file, raw sha256, how verified) per raw file of one run."""
     data = run.get("dataset") or {}
+    if data.get("source") == NO_DATA:  # a collective's run: it read no data
+        return []
     key = (str(data.get("name") or "?"), str(data.get("source") or "?"), str(data.get("sha256") or "?"))
     raw_files = data.get("raw_files")
     recipe = data.get("generated")

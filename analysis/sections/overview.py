@@ -11,8 +11,8 @@ from analysis.eras import eras_of, outside_image_rows, outside_image_text, study
 from analysis.runs import PAPER_ERA
 from analysis.sections.columns import cell_columns
 from analysis.sections.environment import system_notes
-from bench.collectives import is_collective
 from bench.errors import UsageError
+from bench.request import NO_DATA
 from campaign.study import load_study
 
 # The study of the kit's first workloads (their spec's study), and how the header names its published numbers.
@@ -45,12 +45,11 @@ def header_section(ctx: ReportContext) -> list[Block]:
         workloads = ", ".join(sorted({r["workload"] for r in synthetic}))
         blocks.append(Para(f"{SYNTHETIC_BANNER}. ({len(synthetic)} of {len(c.rows)} runs used synthetic "
                            f"data: {workloads}.)", "banner"))
-    generated = sorted({r["workload"] for r in c.rows if r["data_source"] == "generated"
-                        and not is_collective((c.runs.get(r["run_id"]) or {}).get("spec") or {})})  # trains nothing
+    generated = sorted({r["workload"] for r in c.rows if r["data_source"] == "generated"})
     if generated:
         blocks.append(Para(f"{', '.join(generated)}: random inputs generated in each run, as the study timed these "
                            "networks; their accuracy means nothing.", "note"))
-    unknown = [r for r in c.rows if r["data_source"] not in ("real", "synthetic", "generated")]
+    unknown = [r for r in c.rows if r["data_source"] not in ("real", "synthetic", "generated", NO_DATA)]
     if unknown:
         blocks.append(Para(f"{len(unknown)} runs do not record whether their data was real or synthetic "
                            "(usually runs that failed before loading it).", "note"))

@@ -2,7 +2,7 @@
 
 The run starts `ranks` processes with torch.multiprocessing (spawn), which meet over TCP on the loopback
 address (127.0.0.1, a port free when the run picked it) with the sockets of Gloo and NCCL pinned to the
-loopback interface, so a container without a network runs it. For each size every rank fills its
+loopback interface, so a container without a network runs it (bench/loopback.py). For each size every rank fills its
 buffer with rank + 1, waits at a barrier, then times one in-place all_reduce (SUM, float32) and, on a
 GPU, the device synchronize after it. After the last timed repetition of a size every rank checks its
 buffer holds the sum of the ranks' values, n (n + 1) / 2 (exact in float32 for any rank count that
@@ -12,10 +12,7 @@ bench.schema.COLLECTIVE_COLUMNS).
 CPython 3.6-clean apart from its own framework (the payload core's rules, bench/collectives).
 """
 
-import datetime
 import json
-import os
-import socket
 import time
 from pathlib import Path
 
@@ -24,14 +21,9 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from bench import atomic
+from bench.loopback import HOST, TIMEOUT, free_port, pin_sockets
 
 BACKENDS = {"cpu": "gloo", "gpu": "nccl"}
-HOST = "127.0.0.1"
-# Gloo and NCCL open their own sockets after the rendezvous: on the loopback interface, so a run
-# needs no network (a value the caller set wins).
-SOCKET_ENV = {"GLOO_SOCKET_IFNAME": "lo", "NCCL_SOCKET_IFNAME": "lo"}
-# A rank waits this long for the others at the rendezvous and in a collective before it fails.
-TIMEOUT = datetime.timedelta(minutes=10)
 
 
 def versions() -> dict:
@@ -41,13 +33,6 @@ def versions() -> dict:
         made = torch.cuda.nccl.version()  # a tuple in today's torch, an int (e.g. 2708) in older ones
         nccl = ".".join(str(v) for v in made) if isinstance(made, tuple) else str(made)
     return {"torch": torch.__version__, "cuda": torch.version.cuda, "nccl": nccl}
-
-
-def free_port() -> int:
-    """A TCP port on the loopback address that nothing listens on now (the OS picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((HOST, 0))
-        return sock.getsockname()[1]
 
 
 def all_reduce(settings: dict, device: str, scratch: Path) -> tuple:
@@ -61,8 +46,7 @@ def all_reduce(settings: dict, device: str, scratch: Path) -> tuple:
                                "(give it more with GPUS=..., or lower [collective] ranks)")
     scratch = Path(scratch)
     scratch.mkdir(parents=True, exist_ok=True)
-    for name, value in SOCKET_ENV.items():
-        os.environ.setdefault(name, value)  # inherited by the spawned ranks
+    pin_sockets()  # inherited by the spawned ranks
     mp.spawn(_rank, args=(ranks, free_port(), device, settings, str(scratch)), nprocs=ranks, join=True)
     found = [json.loads((scratch / f"rank{r}.json").read_text()) for r in range(ranks)]
     rows = []

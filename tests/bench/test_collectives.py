@@ -7,7 +7,7 @@ import copy
 
 import pytest
 
-from bench import collectives, schema
+from bench import collectives, request, schema
 from bench.errors import UsageError
 from tests.collectiveruns import WORKLOAD, StandIn, make_collective_run, planned_request, stand_in_time
 
@@ -24,7 +24,7 @@ def test_the_shipped_workload_times_deepbenchs_sizes_to_16_8m_floats():
     assert collectives.settings(req["spec"]) == {
         "op": "all_reduce", "dtype": "float32", "ranks": 2,
         "sizes": [100000, 3097600, 4194304, 6553600, 16777217], "warmup": 1, "repetitions": 3}
-    assert req["data"]["path"] == "" and req["data"]["source"] == "generated"  # nothing to download
+    assert req["data"] == request.no_data()  # nothing to download, prepare or make
     assert collectives.settings(planned_request("paper")["spec"])["repetitions"] == 100
 
 

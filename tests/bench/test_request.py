@@ -145,3 +145,23 @@ def test_a_charliecloud_run_names_the_image_it_ran_and_keeps_the_docker_runs_id(
 def test_a_bad_container_record_is_refused(make, message):
     with pytest.raises(request.RequestError, match=message):
         make()
+
+
+NO_DATA_SPEC = {"name": "allreduce-x", "dataset": request.NO_DATA, "family": "collective"}
+
+
+def test_a_workload_that_reads_no_data_has_the_empty_block_and_a_run_record_of_it(tmp_path):
+    req = minimal_request(spec=NO_DATA_SPEC, data=request.no_data())
+    request.write(tmp_path, req)
+    assert request.read(tmp_path / request.REQUEST_FILE)["data"] == request.no_data()
+    assert schema.run_record(req)["dataset"] == {"name": "none", "source": "none", "sha256": "", "path": ""}
+
+
+@pytest.mark.parametrize("spec, data, message", [
+    (NO_DATA_SPEC, dict(request.no_data(), path="/data/x"), "a workload that reads no data needs the data block"),
+    (NO_DATA_SPEC, dict(request.no_data(), arrays_sha256="ab" * 32), "needs the data block"),
+    ({"name": "cnn-mnist", "dataset": "mnist"}, request.no_data(), 'only for a workload whose spec has dataset'),
+])
+def test_no_data_and_a_spec_that_reads_some_do_not_mix(spec, data, message):
+    with pytest.raises(request.RequestError, match=message):
+        minimal_request(spec=spec, data=data)

@@ -137,3 +137,54 @@ def test_the_gpu_a_run_was_given_is_optional_and_checked_when_present(tmp_path):
     record["device_used"]["gpu"] = {"index": "2", "uuid": None, "name": None}
     with pytest.raises(schema.SchemaError, match="device_used.gpu: field 'index' has type str"):
         schema.write_run(tmp_path, record)
+
+
+def _iterations_run(ranks=None) -> dict:
+    """An ok iteration-protocol run.json of a ranks sweep at `ranks` (None: no sweep), with its throughput."""
+    spec = {"name": "cnn-mnist", "dataset": "mnist",
+            "measurement": {"protocol": "iterations", "warmup": 1, "iterations": 2}}
+    rec = schema.run_record(minimal_request(spec=spec, sweep={"ranks": ranks} if ranks else None))
+    rows = [{"iteration": i, "phase": "warmup" if i == 1 else "measured", "time_s": 0.1, "loss": 1.0}
+            for i in (1, 2, 3)]
+    rec["timing"].update(schema.summarize_iterations(rows), protocol="iterations", eval_time_s=0.1,
+                         setup_time_s=0.1, train_start_unix=0.0, train_end_unix=1.0)
+    rec["results"].update(test_accuracy=0.5, final_loss=1.0, ranks=ranks or 1, images_per_ms=1.28)
+    return schema.finish(rec, None)
+
+
+def test_the_throughput_of_an_iteration_run_is_checked_on_write_and_read(tmp_path):
+    for ranks in (None, 2):
+        rec = _iterations_run(ranks)
+        schema.write_run(tmp_path, rec)
+        assert schema.read_run(tmp_path)["results"] == rec["results"]
+    bad = _iterations_run(2)
+    bad["results"]["ranks"] = 3
+    (tmp_path / schema.RUN_FILE).write_text(json.dumps(bad))
+    with pytest.raises(schema.SchemaError, match="results.ranks 3 is not the run's rank count 2"):
+        schema.read_run(tmp_path)
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda r: r["results"].pop("images_per_ms"), "results.ranks and results.images_per_ms come together"),
+    (lambda r: r["results"].update(images_per_ms=0.0), "images_per_ms 0.0 must be positive"),
+    (lambda r: r["results"].update(ranks=1), "results.ranks 1 is not the run's rank count 2"),
+    (lambda r: r["results"].update(ranks=True), "field 'ranks' has type bool"),
+    (lambda r: [r["results"].pop(k) for k in ("ranks", "images_per_ms")], "an ok run of a ranks sweep needs"),
+    (lambda r: [r["timing"].pop(k) for k in schema.RUN_ITERATION_TIMING_FIELDS], "only for iteration-protocol runs"),
+])
+def test_a_throughput_where_it_does_not_belong_or_does_not_add_up_is_refused(tmp_path, mutate, message):
+    rec = _iterations_run(2)
+    mutate(rec)
+    with pytest.raises(schema.SchemaError, match=message):
+        schema.write_run(tmp_path, rec)
+
+
+def test_an_epoch_run_has_no_throughput_and_a_failed_ranks_run_needs_none():
+    rec = minimal_run()
+    rec["results"].update(ranks=1, images_per_ms=1.0)
+    with pytest.raises(schema.SchemaError, match="only for iteration-protocol runs"):
+        schema.validate_run(rec)
+    failed = _iterations_run(2)
+    for key in ("ranks", "images_per_ms"):
+        failed["results"].pop(key)
+    schema.validate_run(schema.finish(failed, {"cause": "crash", "message": "rank 1 died"}))

@@ -107,3 +107,31 @@ def test_a_collective_workload_plans_only_frameworks_with_a_collective_module(tm
     assert [r.request["framework"] for r in runs] == ["pytorch", "pytorch"] and not (tmp_path / "no-data").exists()
     assert runs[0].request["spec"]["measurement"] == {"protocol": "iterations", "warmup": 1, "iterations": 3}
     assert "skipping allreduce-shams for tensorflow: tensorflow has no collective module" in capsys.readouterr().out
+
+
+def test_a_ranks_sweep_plans_more_ranks_only_for_frameworks_that_train_data_parallel(tmp_path, capsys):
+    from campaign.study import experiment
+    from tests.campaign.scriptrunner import prepared_mnist
+
+    prepared_mnist(tmp_path / "data")
+    m = plan.Matrix(("pytorch", "tensorflow"), ("lenet-mnist",), "cpu", "smoke", 1, "real",
+                    experiment=experiment("shams-scaleup-cpu"))
+    runs = plan.plan(m, ScriptRunner("ok"), "t", tmp_path / "r", tmp_path / "data", 1)
+    assert sorted((r.request["framework"], r.request["sweep"]["ranks"]) for r in runs) == [
+        ("pytorch", 1), ("pytorch", 2), ("tensorflow", 1)]
+    assert len({r.run_id for r in runs}) == 3  # the rank count is part of each run's id
+    said = [line for line in capsys.readouterr().out.splitlines() if line.startswith("skipping")]
+    assert said == ["skipping lenet-mnist for tensorflow at ranks 2: tensorflow has no data-parallel hook "
+                    "(bench/dataparallel.py); data-parallel runs go with FRAMEWORKS=pytorch and ERA=current"]
+
+
+def test_a_gpu_run_over_several_gpus_is_skipped_in_one_line_until_a_run_can_have_them(tmp_path, capsys):
+    from campaign.study import experiment
+
+    m = plan.Matrix(("pytorch",), ("allreduce-shams",), "gpu", "smoke", 1, "real",
+                    experiment=experiment("shams-allreduce-gpu"))
+    assert plan.plan(m, ScriptRunner("ok"), "t", tmp_path / "r", tmp_path / "no-data", 1) == []
+    assert ("skipping allreduce-shams on GPU: a run over 2 GPUs is not supported yet (a campaign gives each run "
+            "one GPU)") in capsys.readouterr().out
+    spec = specs.load("lenet-mnist", "smoke")
+    assert [plan.gpus_per_run(spec, point) for point in ({}, {"ranks": 1}, {"ranks": 4})] == [1, 1, 4]

@@ -235,3 +235,44 @@ def test_a_profile_with_a_batch_size_of_its_own_keeps_it():
 ])
 def test_a_bad_batch_size_table_is_refused_in_one_line(tmp_path, monkeypatch, body, text):
     _refused_in_one_line(tmp_path, monkeypatch, body, text)
+
+
+# -- ranks: data-parallel workers (bench/dataparallel.py) -------------------------------------------------
+_ITERATIONS = 'measurement = { protocol = "iterations", warmup = 1, iterations = 9 }\n'
+
+
+@pytest.mark.parametrize("body, text", [
+    (_ITERATIONS + 'sweep = { ranks = [0, 2] }\n', "sweeps ranks over [0, 2]; give a list of positive whole numbers"),
+    (_ITERATIONS + 'sweep = { ranks = "doubling" }\n', "sweeps ranks over 'doubling'; give a list of positive"),
+    (_ITERATIONS + 'sweep = { ranks = [1.5] }\n', "sweeps ranks over [1.5]"),
+    ('sweep = { ranks = [1, 2] }\n', "sweeps ranks without the iteration protocol"),
+    (_ITERATIONS + 'split_batch = true\n', "sets split_batch = True without a ranks sweep"),
+    (_ITERATIONS + 'sweep = { ranks = [1, 2] }\nsplit_batch = "yes"\n', "sets split_batch = 'yes'"),
+])
+def test_a_bad_ranks_sweep_is_refused_in_one_line(tmp_path, monkeypatch, body, text):
+    _refused_in_one_line(tmp_path, monkeypatch, body, text)
+
+
+def test_ranks_enter_the_request_and_its_id_but_not_the_spec_unless_the_batch_is_split():
+    from campaign import specs
+
+    spec = specs.load("fcn-r-mnist", "smoke")  # batch 64
+    protocol = {"protocol": "iterations", "warmup": 1, "iterations": 2}
+    assert study.apply_point(spec, {"ranks": 4}, protocol)["training"] == spec["training"]
+    assert study.apply_point(spec, {"ranks": 4}, protocol, split_batch=True)["training"]["batch_size"] == 16
+    assert study.apply_point(spec, {"ranks": 1}, protocol, split_batch=True)["training"]["batch_size"] == 64
+    with pytest.raises(UsageError, match="batch size 64 does not split between 3 ranks") as caught:
+        study.apply_point(spec, {"ranks": 3}, protocol, split_batch=True)
+    assert "\n" not in str(caught.value)
+
+
+def test_the_scale_up_experiments_sweep_ranks():
+    cpu, gpu, shi = (study.experiment(t) for t in ("shams-scaleup-cpu", "shams-scaleup-gpu", "shi-multigpu"))
+    assert (cpu.device, cpu.workloads, cpu.points(), cpu.split_batch) == (
+        "cpu", ("lenet-mnist", "convnet-cifar10"), [{"ranks": 1}, {"ranks": 2}], False)
+    assert (gpu.device, gpu.cpu, [p["ranks"] for p in gpu.points()], len(gpu.workloads)) == (
+        "gpu", "shams-scaleup-cpu", [1, 2, 4], 5)
+    # Shi et al.'s Table 8 splits its mini-batch (FCN-R 4096) between the GPUs.
+    assert (shi.cpu, shi.split_batch, shi.batch_sizes, [p["ranks"] for p in shi.points()]) == (
+        "shi-cpu", True, {"fcn-r-mnist": 4096}, [1, 2, 4])
+    assert set(shi.workloads) == {"fcn-r-mnist", "alexnet-r-cifar10", "resnet56-cifar10"}

@@ -5,21 +5,29 @@ the whole split lives on the device as one tensor (images converted once to floa
 layout cuDNN and oneDNN prefer), batches are rows picked by a seeded permutation (no per-step
 host feeding), cuDNN autotuning is on, and the LSTM is the fused torch.nn.LSTM fed packed
 sequences so padding costs nothing and the last *real* hidden state is used.
+
+Data-parallel ranks (bench/dataparallel.py): make_trainer's `parallel` {rank, ranks, addr, port} joins
+the ranks' process group (PARALLEL_BACKENDS: Gloo on CPUs, NCCL on GPUs, cuda:<rank> each) and wraps the
+model in DistributedDataParallel, which averages the gradients over the ranks in every backward pass.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 import platform
 from typing import Any
 
 import numpy as np
 import torch
+import torch.distributed as dist
 from torch import nn
+from torch.nn.parallel import DistributedDataParallel
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from bench import modelplan
 from bench.frameworks import NonFiniteLoss, common
+from bench.loopback import TIMEOUT
 
 NAME = "pytorch"
 PACKAGE = "torch"  # whose version is the framework's version
@@ -36,6 +44,8 @@ _LOSS_NAMES = {
 }
 
 _ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh, "sigmoid": nn.Sigmoid}
+# torch.distributed's backend of data-parallel ranks per device.
+PARALLEL_BACKENDS = {"cpu": "gloo", "gpu": "nccl"}
 
 
 def versions() -> dict[str, str]:
@@ -249,7 +259,8 @@ def _avgpool(layer: modelplan.Layer) -> list[nn.Module]:
             nn.AvgPool2d(layer["pool"], stride=layer["stride"]), _Rescale(factor)]
 
 
-def _resolve_device(device: str) -> torch.device:
+def _resolve_device(device: str, index: int = 0) -> torch.device:
+    """The torch device of a run's `device`; on a GPU cuda:<index> (a data-parallel rank's own GPU)."""
     if device == "cpu":
         return torch.device("cpu")
     if device == "gpu":
@@ -258,8 +269,18 @@ def _resolve_device(device: str) -> torch.device:
                 f"device 'gpu' requested but PyTorch sees no CUDA device "
                 f"(torch {torch.__version__}, CUDA build: {torch.version.cuda or 'none'})"
             )
-        return torch.device("cuda", 0)
+        return torch.device("cuda", index)
     raise ValueError(f"unknown device {device!r}; expected 'cpu' or 'gpu'")
+
+
+def check_parallel(device: str, ranks: int) -> None:
+    """Raise a RuntimeError when `ranks` data-parallel ranks cannot run on `device`: on a GPU one GPU each."""
+    if device == "gpu":
+        have = torch.cuda.device_count()
+        if have < ranks:
+            raise RuntimeError(f"{ranks} data-parallel NCCL ranks need {ranks} GPUs, one each; this run sees {have} "
+                               "(a campaign gives each run one GPU so far: run its request.json with `python -m bench "
+                               "run` where it sees them all, or sweep fewer ranks)")
 
 
 def _set_threads() -> None:
@@ -276,8 +297,9 @@ def _set_threads() -> None:
 class TorchTrainer:
     """The Trainer protocol (bench.frameworks.Trainer) for PyTorch."""
 
-    def __init__(self, spec: dict, data: Any, device: str, seed: int):
-        self.device = _resolve_device(device)
+    def __init__(self, spec: dict, data: Any, device: str, seed: int, parallel: dict | None = None):
+        self.parallel = parallel
+        self.device = _resolve_device(device, parallel["rank"] if parallel else 0)
         self.cuda = self.device.type == "cuda"
         _set_threads()
         if self.cuda:
@@ -288,7 +310,18 @@ class TorchTrainer:
         self.generator = torch.Generator().manual_seed(seed)
         self.spec_model = modelplan.plan(spec)
         self.kind = self.spec_model.kind
-        self.model = build_model(self.spec_model).to(self.device)
+        # The bare model: evaluation and outputs run it (a DDP forward broadcasts BatchNorm's buffers, a
+        # collective that only rank 0, which alone evaluates, would call). Training runs self.model.
+        self.net = build_model(self.spec_model).to(self.device)
+        self.model: nn.Module = self.net
+        if parallel:
+            self.backend = PARALLEL_BACKENDS[device]
+            if self.cuda:
+                torch.cuda.set_device(self.device)
+            dist.init_process_group(self.backend, init_method=f"tcp://{parallel['addr']}:{parallel['port']}",
+                                    rank=parallel["rank"], world_size=parallel["ranks"], timeout=TIMEOUT)
+            # Averages the gradients over the ranks in backward; starts every rank from rank 0's parameters.
+            self.model = DistributedDataParallel(self.net, device_ids=[self.device.index] if self.cuda else None)
         training = spec["training"]
         self.batch_size = int(training["batch_size"])
         self.shuffle = bool(training.get("shuffle", True))
@@ -342,11 +375,13 @@ class TorchTrainer:
         """Trainable parameters (torch.nn.LSTM has two bias vectors where Keras has one)."""
         return sum(p.numel() for p in self.params)
 
-    def _logits(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    def _logits(self, batch: dict[str, torch.Tensor], net: nn.Module | None = None) -> torch.Tensor:
+        """The model's logits of a batch; `net`: the module to run (default the training one, self.model)."""
+        net = self.model if net is None else net
         lengths = batch.get("len")
         if "x_dec" in batch:
-            return self.model(batch["x"], lengths, batch["x_dec"])
-        out = self.model(batch["x"], lengths)
+            return net(batch["x"], lengths, batch["x_dec"])
+        out = net(batch["x"], lengths)
         return out.squeeze(1) if self.kind == "binary" else out
 
     def _loss(self, logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -438,28 +473,41 @@ class TorchTrainer:
     @torch.inference_mode()
     def evaluate(self) -> float:
         """Test accuracy (per token for sequences) in eval mode (dropout off), training-size batches."""
-        self.model.eval()
+        self.net.eval()
         split = self.test_split
         counted = torch.zeros((), dtype=torch.int64, device=self.device)
         correct = torch.zeros((), dtype=torch.int64, device=self.device)
         for start in common.batches(len(split["y"]), self.batch_size):
             batch = {k: v[start : start + self.batch_size] for k, v in split.items()}
-            correct += self._correct(self._logits(batch), batch["y"])
+            correct += self._correct(self._logits(batch, self.net), batch["y"])
             counted += self._counted(batch["y"])
         return correct.item() / counted.item()
 
     @torch.inference_mode()
     def outputs(self, batch: dict[str, np.ndarray]) -> np.ndarray:
         """Logits for a batch of role arrays, in eval mode (the probe's padding check)."""
-        self.model.eval()
+        self.net.eval()
         tensors = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in batch.items() if k in ("x", "x_dec", "len")}
         tensors = {k: v.to(torch.int64) if k == "len" else v.to(self.device) for k, v in tensors.items()}
-        return self._logits(tensors).cpu().numpy()
+        return self._logits(tensors, self.net).cpu().numpy()
 
     def synchronize(self) -> None:
         """Wait for queued CUDA work; nothing to wait for on the CPU."""
         if self.cuda:
             torch.cuda.synchronize(self.device)
+
+    def param_digest(self) -> str:
+        """sha256 of every parameter's bytes in order: data-parallel ranks that averaged their gradients end
+        with the same digest."""
+        digest = hashlib.sha256()
+        for p in self.params:
+            digest.update(p.detach().cpu().contiguous().numpy().tobytes())
+        return digest.hexdigest()
+
+    def close(self) -> None:
+        """Leave the ranks' process group (data-parallel ranks; nothing otherwise)."""
+        if self.parallel and dist.is_initialized():
+            dist.destroy_process_group()
 
     def info(self) -> dict:
         """What was really used: device, threads, kernels, layout, optimizer semantics, versions."""
@@ -496,7 +544,7 @@ class TorchTrainer:
         elif any(layer.get("use_lengths") for layer in stack):
             kernels["lstm_lengths"] = ("pack_padded_sequence(enforce_sorted=False); last real hidden state" if cudnn
                                        else "whole padded batch; output at each sequence's last real step")
-        return {
+        out = {
             "framework": NAME,
             "versions": versions(),
             "device": str(self.device),
@@ -510,8 +558,14 @@ class TorchTrainer:
             "optimizer": self.opt_settings,
             "weight_decay_rule": common.WEIGHT_DECAY_RULE,
         }
+        if self.parallel:
+            out["data_parallel"] = {"ranks": self.parallel["ranks"], "backend": self.backend,
+                                    "wrapper": "torch.nn.parallel.DistributedDataParallel (gradients averaged "
+                                               "over the ranks in backward)"}
+        return out
 
 
-def make_trainer(spec: dict, data: Any, device: str, seed: int) -> TorchTrainer:
-    """Build the spec's model and optimizer on `device` ('cpu' or 'gpu') with the given seed."""
-    return TorchTrainer(spec, data, device, seed)
+def make_trainer(spec: dict, data: Any, device: str, seed: int, parallel: dict | None = None) -> TorchTrainer:
+    """Build the spec's model and optimizer on `device` ('cpu' or 'gpu') with the given seed; `parallel`
+    {rank, ranks, addr, port}: as one data-parallel rank of bench/dataparallel.py."""
+    return TorchTrainer(spec, data, device, seed, parallel)

@@ -7,6 +7,8 @@ from pathlib import Path
 
 from analysis.document import render_markdown
 from analysis.sections.allreduce import HEADING, allreduce_section
+from analysis.sections.datasets import datasets_section
+from analysis.sections.overview import header_section
 from bench import schema
 from tests.analysis.reading import report_context
 from tests.analysis.sections.test_claims import _demo_like
@@ -44,3 +46,19 @@ def test_the_table_reads_the_raw_file_not_run_json(tmp_path: Path) -> None:
 def test_campaigns_without_a_collective_run_have_no_such_table(tmp_path: Path) -> None:
     _demo_like(tmp_path / "results" / "demo")
     assert _md(tmp_path / "results" / "demo", tmp_path).strip() == ""
+
+
+def test_the_header_calls_a_collective_run_neither_generated_nor_unrecorded_data(tmp_path: Path) -> None:
+    campaign = tmp_path / "results" / "shams-allreduce-cpu"
+    make_collective_run(campaign, planned_request(sizes=[1000]))
+    ctx = report_context(campaign, tmp_path / "out")
+    assert ctx.campaign.rows[0]["data_source"] == "none"
+    md = render_markdown(header_section(ctx))
+    assert "random inputs generated" not in md and "do not record whether their data" not in md
+
+
+def test_the_datasets_table_has_no_row_for_a_run_that_read_no_data(tmp_path: Path) -> None:
+    campaign = tmp_path / "results" / "shams-allreduce-cpu"
+    make_collective_run(campaign, planned_request(sizes=[1000]))
+    md = render_markdown(datasets_section(report_context(campaign, tmp_path / "out")))
+    assert "| none |" not in md and "an older run" not in md

@@ -12,7 +12,7 @@ def test_shi_speedup_and_no_winner() -> None:
     big = [row("pytorch", "cnn-mnist", time=200), row("pytorch", "cnn-mnist", "gpu", time=10),
            row("keras", "cnn-mnist", time=500), row("keras", "cnn-mnist", "gpu", time=10)]
     res = check(shi.shi_gpu_one_to_two_orders_faster, big)
-    assert res.verdict == REPRODUCED and res.evidence.startswith("median speedup 35.0× over 2 pairs")
+    assert res.verdict == REPRODUCED and res.evidence.startswith("median speedup 35.0× over 2 pairs (training time): ")
     small = [row("pytorch", "cnn-mnist", time=20), row("pytorch", "cnn-mnist", "gpu", time=10)]
     assert check(shi.shi_gpu_one_to_two_orders_faster, small).verdict == NOT_REPRODUCED
     assert check(shi.shi_gpu_one_to_two_orders_faster, small[:1]).verdict == INSUFFICIENT
@@ -22,6 +22,20 @@ def test_shi_speedup_and_no_winner() -> None:
              row("pytorch", "lstm-imdb", time=100), row("keras", "lstm-imdb", time=300)]
     assert check(shi.shi_no_tool_fastest_everywhere, mixed).verdict == REPRODUCED
     assert check(shi.shi_no_tool_fastest_everywhere, mixed[:2]).verdict == INSUFFICIENT
+
+
+def test_shi_speedup_per_mini_batch_compares_seconds_per_sample_at_the_best_thread_count() -> None:
+    # CPU: 1.0 s per 256-sample batch at 1 thread, 0.4 s at 2 (the best: 1/640 s per sample); GPU: 0.01 s per
+    # 128-sample batch (1/12800 s per sample): 20×. By seconds per mini-batch it would look 40×.
+    gpu = {**row("pytorch", "fcn-r-mnist", "gpu", batch=128, time=0.5), "run_id": "g", "iteration_time_mean_s": 0.01}
+    rows = [{**_swept("pytorch", 1, 1.0), "batch_size": 256}, {**_swept("pytorch", 2, 0.4), "batch_size": 256}, gpu]
+    res = check(shi.shi_gpu_one_to_two_orders_faster, rows)
+    assert res.verdict == REPRODUCED, res.evidence
+    assert res.evidence == "median speedup 20.0× over 1 pairs (s per sample): pytorch fcn-r-mnist 20.0×"
+    assert set(res.run_ids) == {"pytorch-t1-r1", "pytorch-t2-r1", "g"}
+    # A GPU at 0.1 s per 128-sample batch is 2× faster per sample: not an order of magnitude.
+    slow_gpu = {**gpu, "iteration_time_mean_s": 0.1}
+    assert check(shi.shi_gpu_one_to_two_orders_faster, rows[:2] + [slow_gpu]).verdict == NOT_REPRODUCED
 
 
 def _swept(fw: str, threads: int, seconds: float, repeat: int = 1, cores: int | None = 2) -> dict:

@@ -1,0 +1,68 @@
+"""Data-parallel scaling (bench/dataparallel.py): images per millisecond per rank count, the speedup over one
+rank and the efficiency (speedup / ranks), from the run table's ranks and images_per_ms columns.
+
+Only runs of a ranks sweep count (their sweep point names ranks; analysis.runs.sweep_text): the one-rank runs
+of such a sweep are each group's base. A group is the runs that differ only in repeat, seed and rank count
+(the cell keys with the sweep's other axes). The Shams section and claim Shams-1 read these.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from statistics import mean
+from typing import Any
+
+from analysis.summary import CELL_KEYS
+
+AXIS = "ranks"
+# A group's key: the cell keys, with the sweep point less its ranks.
+GROUP_KEYS = tuple(k for k in CELL_KEYS if k != "sweep") + ("other_sweep",)
+
+
+@dataclass(frozen=True)
+class ScalePoint:
+    """One group's runs at one rank count: their mean images per ms, and against the group's 1-rank mean the
+    speedup and efficiency (None without 1-rank runs)."""
+
+    key: dict[str, Any]
+    ranks: int
+    runs: tuple[dict[str, Any], ...]
+    images_per_ms: float
+    speedup: float | None
+    efficiency: float | None
+
+    @property
+    def label(self) -> str:
+        """'workload framework device' (with the sweep's other axes where it has any), as evidence names it."""
+        rest = f" {self.key['other_sweep']}" if self.key["other_sweep"] else ""
+        return f"{self.key['workload']} {self.key['framework']} {self.key['device']}{rest}"
+
+
+def _other_axes(sweep: str | None) -> str:
+    """A sweep text without its ranks axis ('batch_size=16, ranks=2' -> 'batch_size=16')."""
+    return ", ".join(part for part in (sweep or "").split(", ") if part and not part.startswith(f"{AXIS}="))
+
+
+def swept(row: dict[str, Any]) -> bool:
+    """Whether a run-table row is a run of a ranks sweep."""
+    return any(part.startswith(f"{AXIS}=") for part in (row.get("sweep") or "").split(", "))
+
+
+def scale_points(rows: Iterable[dict[str, Any]]) -> list[ScalePoint]:
+    """Every group's points in key and rank order, from the ok runs of ranks sweeps with a throughput."""
+    groups: dict[tuple, dict[int, list[dict[str, Any]]]] = {}
+    for row in rows:
+        if row.get("status") != "ok" or not swept(row) or row.get("images_per_ms") is None or not row.get("ranks"):
+            continue
+        key = tuple(str(row.get(k)) for k in GROUP_KEYS[:-1]) + (_other_axes(row.get("sweep")),)
+        groups.setdefault(key, {}).setdefault(int(row["ranks"]), []).append(row)
+    points = []
+    for key, by_ranks in sorted(groups.items()):
+        base = mean(float(r["images_per_ms"]) for r in by_ranks[1]) if 1 in by_ranks else None
+        for ranks, runs in sorted(by_ranks.items()):
+            rate = mean(float(r["images_per_ms"]) for r in runs)
+            speedup = rate / base if base else None
+            points.append(ScalePoint(dict(zip(GROUP_KEYS, key, strict=True)), ranks, tuple(runs), rate, speedup,
+                                     None if speedup is None else speedup / ranks))
+    return points
