@@ -24,8 +24,8 @@ DATASETS   ?= mnist imdb
 WORKLOADS  ?=
 DEVICE     ?= cpu
 CAMPAIGN   ?=
-# GPU campaigns run one run per GPU at a time on GPUS (all, or NVML indices: GPUS=0,2); CPU campaigns
-# run PARALLEL runs at once (1: the studies' protocol).
+# GPU campaigns run one run per GPU at a time on GPUS (all, or NVML indices: GPUS=0,2), a run over k ranks on k
+# GPUs at once; CPU campaigns run PARALLEL runs at once (1: the studies' protocol).
 GPUS       ?= all
 PARALLEL   ?= 1
 # Where runs are carried out: local (this machine), slurm (one job array; WAIT=no returns once
@@ -49,9 +49,9 @@ BASE_IMAGE ?=
 export BASE_IMAGE
 
 # Every experiment of campaign/studies/*.toml (demo has its own recipe below).
-CAMPAIGN_TARGETS := cpu-cnn gpu-cnn cpu-lstm gpu-lstm shi-cpu shi-gpu shams-cpu shams-gpu shams-allreduce-cpu shams-allreduce-gpu shams-scaleup-cpu shams-scaleup-gpu shi-multigpu
+CAMPAIGN_TARGETS := cpu-cnn gpu-cnn cpu-lstm gpu-lstm shi-cpu shi-gpu shams-cpu shams-gpu shams-allreduce-cpu shams-allreduce-gpu shams-scaleup-cpu shams-scaleup-gpu shi-multigpu wu-cpu-defaults wu-gpu-defaults wu-cpu-batch wu-cpu-lr wu-gpu-lr wu-cpu-threads wu-cpu-blas ilkarman-train-cpu ilkarman-train-gpu ilkarman-features-cpu ilkarman-features-gpu
 # Those whose experiment runs on a GPU: they stop at once on a machine without one.
-GPU_TARGETS := gpu-cnn gpu-lstm shi-gpu shams-gpu shams-allreduce-gpu shams-scaleup-gpu shi-multigpu
+GPU_TARGETS := gpu-cnn gpu-lstm shi-gpu shams-gpu shams-allreduce-gpu shams-scaleup-gpu shi-multigpu wu-gpu-defaults wu-gpu-lr ilkarman-train-gpu ilkarman-features-gpu
 RUN_ARGS = --frameworks "$(FRAMEWORKS)" --era "$(ERA)" --profile "$(PROFILE)" --repeats "$(REPEATS)" \
            --runner "$(RUNNER)" --data "$(DATA)" $(if $(THREADS),--threads "$(THREADS)") \
            $(if $(TIMEOUT),--timeout "$(TIMEOUT)") --gpus "$(GPUS)" --parallel "$(PARALLEL)" \
@@ -61,14 +61,14 @@ RUN_ARGS = --frameworks "$(FRAMEWORKS)" --era "$(ERA)" --profile "$(PROFILE)" --
 # A campaign handed to a scheduler exits 3 while runs are still queued: report once they are back.
 QUEUED_EXIT := 3
 
-.PHONY: help host envs demo test test-slow test-all lint lock download run analyze report bench-overhead bench-lstm $(CAMPAIGN_TARGETS)
+.PHONY: help host envs demo test test-slow test-all lint lock download run analyze report bench-overhead bench-lstm $(CAMPAIGN_TARGETS) ilkarman-cpu ilkarman-gpu wu-cpu wu-gpu
 .PHONY: base images push pull verify-lock slurm-up slurm-down
 
 help: ## list the targets and variables
 	@echo "dlrepro: reproduce DLBench and related deep-learning-framework benchmark studies"
 	@echo
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | awk -F'\t' '{printf "  make %-10s %s\n", $$1, $$2}'
-	@echo "  make cpu-cnn    (also gpu-cnn, cpu-lstm, gpu-lstm; Shi et al.: shi-cpu, shi-gpu, shi-multigpu; Shams et al.: shams-cpu, shams-gpu, shams-allreduce-cpu, shams-allreduce-gpu, shams-scaleup-cpu, shams-scaleup-gpu) a whole study campaign: data, runs, report"
+	@echo "  make cpu-cnn    (also gpu-cnn, cpu-lstm, gpu-lstm; Shi et al.: shi-cpu, shi-gpu, shi-multigpu; Shams et al.: shams-cpu, shams-gpu, shams-allreduce-cpu, shams-allreduce-gpu, shams-scaleup-cpu, shams-scaleup-gpu; Wu et al.: wu-cpu = wu-cpu-defaults + -batch + -lr + -threads + -blas, wu-gpu = wu-gpu-defaults + wu-gpu-lr; ilkarman/DeepLearningFrameworks: ilkarman-cpu, ilkarman-gpu = ilkarman-train-* + ilkarman-features-*) a whole study campaign: data, runs, report"
 	@echo
 	@echo "variables: FRAMEWORKS=\"$(FRAMEWORKS)\" PROFILE=$(PROFILE) (paper|quick|smoke) REPEATS=$(REPEATS)"
 	@echo "           RUNNER=$(RUNNER) (auto|docker|local|system) DATA=$(DATA) (real|synthetic) THREADS CAMPAIGN MIRROR TIMEOUT"
@@ -212,11 +212,28 @@ analyze: host ## turn results/$(CAMPAIGN) into reports/$(CAMPAIGN)
 report: analyze
 
 # cpu-cnn, gpu-cnn, cpu-lstm, gpu-lstm, shi-cpu, shi-gpu, shi-multigpu, shams-cpu, shams-gpu, shams-allreduce-cpu,
-# shams-allreduce-gpu, shams-scaleup-cpu, shams-scaleup-gpu: data, runs, report.
+# shams-allreduce-gpu, shams-scaleup-cpu, shams-scaleup-gpu, wu-cpu-defaults, wu-gpu-defaults, wu-cpu-batch, wu-cpu-lr,
+# wu-gpu-lr, wu-cpu-threads, wu-cpu-blas, ilkarman-train-cpu, ilkarman-train-gpu, ilkarman-features-cpu, ilkarman-features-gpu: data, runs,
+# report.
 # A target whose experiment runs on the GPU (GPU_TARGETS) stops at once without one, naming the CPU
 # target its study file gives it (`cpu = ...`; check-gpu needs only the standard library, so it runs
 # before the host environment is built).
 # WORKLOADS=... runs those instead of the target's (e.g. make cpu-cnn WORKLOADS=cnn-svhn).
+# Wu et al.'s experiments in one campaign and one report: each framework's defaults, then one factor at a time
+# (batch size, learning rate, threads, BLAS library), experiments of campaign/studies/wu.toml.
+WU_CPU := wu-cpu-defaults wu-cpu-batch wu-cpu-lr wu-cpu-threads wu-cpu-blas
+WU_GPU := wu-gpu-defaults wu-gpu-lr
+wu-cpu wu-gpu:
+	@for target in $(if $(filter wu-gpu,$@),$(WU_GPU),$(WU_CPU)); do \
+	  $(MAKE) --no-print-directory $$target CAMPAIGN="$(or $(CAMPAIGN),$@)" || exit $$?; done
+
+# ilkarman/DeepLearningFrameworks' three benchmarks in one campaign and one report: training (the CIFAR-10 CNN and
+# the IMDB GRU, epochs timed whole) and ResNet-50 feature extraction (forward passes), two experiments of
+# campaign/studies/ilkarman.toml because they time different things.
+ilkarman-cpu ilkarman-gpu:
+	@$(MAKE) --no-print-directory $(subst ilkarman-,ilkarman-train-,$@) CAMPAIGN="$(or $(CAMPAIGN),$@)"
+	@$(MAKE) --no-print-directory $(subst ilkarman-,ilkarman-features-,$@) CAMPAIGN="$(or $(CAMPAIGN),$@)"
+
 $(CAMPAIGN_TARGETS):
 	@$(if $(filter $(GPU_TARGETS),$@),$(PYTHON) -m campaign check-gpu $@,true)
 	@$(MAKE) --no-print-directory host

@@ -30,6 +30,7 @@ from analysis.sections.scoreboard import scoreboard_section
 from analysis.sections.shi import shi_section
 from analysis.sections.statistics import statistics_section
 from analysis.sections.transfer import transfer_section
+from analysis.sections.wu import wu_section
 from bench import atomic
 
 __all__ = ["SECTIONS", "ReportContext", "build_report", "render_html", "render_markdown", "write_report"]
@@ -38,8 +39,8 @@ __all__ = ["SECTIONS", "ReportContext", "build_report", "render_html", "render_m
 # paper on each workload": the header (title and the synthetic-data banner), then the scoreboard figure
 # and table; then the claims this campaign decides and the list of those it cannot, ahead of the
 # detailed tables they rest on, then the runs whose timings absorbed other load. Shi et al.'s seconds per
-# mini-batch (only for campaigns with runs of its workloads) and the paper-era vs current-era table follow
-# the comparison with the published numbers, each claim's exact test follows
+# mini-batch and Wu et al.'s tables (each only for campaigns with runs of its workloads) and the paper-era vs
+# current-era table follow the comparison with the published numbers, each claim's exact test follows
 # the statistics, and the departures from the paper's setup follow the environment.
 SECTIONS: tuple[Section, ...] = (
     header_section,
@@ -50,6 +51,7 @@ SECTIONS: tuple[Section, ...] = (
     overview_section,
     comparison_section,
     shi_section,
+    wu_section,
     minibatches_section,
     allreduce_section,
     scaling_section,

@@ -62,14 +62,26 @@ RUN_DTYPES: dict[str, str] = {
     # Data-parallel ranks of an iteration-protocol run (bench/dataparallel.py; 1: one device) and its throughput,
     # the rows one step trains over all ranks per millisecond of mean step time (empty for runs before them).
     "ranks": _INT, "images_per_ms": _FLOAT,
+    # An inference-protocol run's throughput (bench/inference.py: forward passes only), ilkarman's unit beside
+    # images per second (empty for every other run).
+    "images_per_s": _FLOAT, "s_per_1000_images": _FLOAT,
+    # How the run's GPUs are joined (bench.gpu.links): 'NVLink (12 links)', 'PCIe gen5 x16'; empty on a CPU and
+    # for runs before the kit recorded it.
+    "gpu_interconnect": _STR,
     "final_loss": _FLOAT, "final_train_accuracy": _FLOAT,
     "cpu_util_mean_pct": _FLOAT, "mem_mean_mb": _FLOAT, "mem_peak_mb": _FLOAT, "gpu_util_mean_pct": _FLOAT,
+    # The whole machine's CPU time split as sysstat splits it (percent of all cores: user and nice, system and
+    # interrupts, iowait; bench/monitor.py), Wu et al.'s Tables 10, 11 and 22; empty for runs before it was recorded.
+    "cpu_user_mean_pct": _FLOAT, "cpu_system_mean_pct": _FLOAT, "cpu_iowait_mean_pct": _FLOAT,
     "monitor_source": _STR, "monitor_samples": _INT,
     # Contention over the training window (bench.schema.other_load): other processes' CPU, and on a
     # GPU the most other processes seen on it; empty for runs whose monitor did not record them.
     "other_cpu_s": _FLOAT, "other_cpu_share_pct": _FLOAT, "other_cpu_mean_pct": _FLOAT,
     "gpu_other_procs_max": _INT,
     "batch_size": _INT, "learning_rate": _FLOAT,
+    # The BLAS backend the run asked for (its sweep's `blas`: bench/blas_backends.py; empty outside such a sweep),
+    # and the one the run's record says did the work (blas_loaded()).
+    "blas": _STR, "blas_loaded": _STR,
     "trainable_params": _INT, "runner": _STR, "image_digest": _STR, "env_id": _STR, "framework_version": _STR,
     "python": _STR, "run_dir": _STR,
 }
@@ -83,7 +95,8 @@ PAPER_ERA, CURRENT_ERA = "paper", "current"
 ROW_ORDER: tuple[str, ...] = ("workload", "framework", "era", "device", "runner", "repeat")
 
 # The run-table columns taken from the monitor summary (bench.schema.summarize_monitor names).
-_MONITOR_SUMMARY_KEYS = ("samples", "cpu_util_mean_pct", "mem_mean_mb", "gpu_util_mean_pct", "mem_peak_mb",
+_MONITOR_SUMMARY_KEYS = ("samples", "cpu_util_mean_pct", "cpu_user_mean_pct", "cpu_system_mean_pct",
+                         "cpu_iowait_mean_pct", "mem_mean_mb", "gpu_util_mean_pct", "mem_peak_mb",
                          "other_cpu_s", "other_cpu_share_pct", "other_cpu_mean_pct", "gpu_other_procs_max")
 
 # run.json's cached monitor summary disagrees "noticeably" when both limits are exceeded; the
@@ -328,9 +341,13 @@ def run_row(run_dir: Path, run: dict, epochs: Sequence[dict[str, Any]], problems
         **epoch_columns(epochs),
         **iteration_columns(timing),
         "ranks": results.get("ranks"), "images_per_ms": results.get("images_per_ms"),
+        "images_per_s": results.get("images_per_s"), "s_per_1000_images": results.get("s_per_1000_images"),
+        "gpu_interconnect": interconnect(run),
         # The hyper-parameters the other studies sweep (Wu et al.: batch size, learning rate).
         "batch_size": (spec.get("training") or {}).get("batch_size"),
         "learning_rate": _learning_rate(spec),
+        "blas": (cfg.get("sweep") or {}).get("blas"),
+        "blas_loaded": blas_loaded(env),
         "trainable_params": (run.get("model") or {}).get("trainable_params"),
         "runner": cfg["runner"],
         "image_digest": env.get("image_digest"),
@@ -360,10 +377,56 @@ def run_row(run_dir: Path, run: dict, epochs: Sequence[dict[str, Any]], problems
     return row
 
 
+# A path component of this ending: a wheel's bundled copy of a library (auditwheel: numpy.libs, scipy.libs).
+_BUNDLED = ".libs"
+# TensorFlow's oneDNN switch: unset, oneDNN's kernels run (TensorFlow's default on x86 since 2.9).
+_ONEDNN_VAR = "TF_ENABLE_ONEDNN_OPTS"
+
+
+def blas_loaded(environment: dict) -> str | None:
+    """The BLAS that did a run's work, from what its process recorded (run.json environment.libraries and
+    library_settings: bench/blas.py), not from what it asked for.
+
+    TensorFlow (and Keras on it) records its kernel switch: 'eigen' when TF_ENABLE_ONEDNN_OPTS was 0, else
+    'onednn'. Otherwise the apis of the BLAS libraries the process loaded, distinct, in name order, joined by
+    '+' ('openblas', 'mkl', 'other': a BLAS that names itself as none known, e.g. Debian's reference BLAS),
+    leaving out the copies wheels bundle (numpy.libs, scipy.libs) when any other BLAS was loaded: NumPy's and
+    SciPy's own OpenBLAS is loaded beside the one a Theano run links, which is the one that does its work.
+    None when the run recorded no libraries (before the kit read them, or not on Linux)."""
+    settings = environment.get("library_settings") or {}
+    if _ONEDNN_VAR in settings:
+        return "eigen" if settings[_ONEDNN_VAR] == "0" else "onednn"
+    libraries = environment.get("libraries")
+    if libraries is None:
+        return None
+    found = [lib for lib in libraries if lib.get("kind") == "blas"]
+    own = [lib for lib in found if not any(part.endswith(_BUNDLED) for part in Path(lib["filepath"]).parts)]
+    return "+".join(sorted({lib["api"] for lib in own or found})) or None
+
+
 def run_python(run: dict) -> str | None:
     """The Python version the run really ran on: host.python, else environment.python (both are
     platform.python_version() of the training process), None when neither was recorded."""
     return (run.get("host") or {}).get("python") or (run.get("environment") or {}).get("python")
+
+
+def interconnect(run: dict) -> str | None:
+    """How the GPUs a run was given are joined, from run.json's host.gpus (bench.gpu.links): 'NVLink (n links)'
+    when one of them has active NVLink links, 'PCIe gen<g> x<w>' when none has; None on a CPU run and where the
+    run did not record it."""
+    used = run.get("device_used") or {}
+    uuids = {g.get("uuid") for g in used.get("gpus") or ([used["gpu"]] if used.get("gpu") else [])}
+    host = (run.get("host") or {}).get("gpus")
+    devices = (host.get("devices") or []) if isinstance(host, dict) else []
+    mine = [d for d in devices if d.get("uuid") in uuids]
+    if not mine or any(d.get("nvlink_active_links") is None for d in mine):
+        return None
+    links = min(d["nvlink_active_links"] for d in mine)
+    if links:
+        return f"NVLink ({links} links)"
+    pcie = {(d.get("pcie_generation"), d.get("pcie_width")) for d in mine}
+    return "PCIe " + " / ".join(f"gen{g} x{w}" if g and w else "(generation not recorded)"
+                                for g, w in sorted(pcie, key=str))
 
 
 def _learning_rate(spec: dict) -> float | None:
@@ -381,6 +444,9 @@ def cached_monitor_summary(run: dict) -> dict[str, float | None]:
     gpu_util = gpu.get("util_mean_pct") if isinstance(gpu, dict) else monitor.get("gpu_util_mean_pct")
     return {
         "cpu_util_mean_pct": monitor.get("cpu_util_mean_pct"),
+        "cpu_user_mean_pct": monitor.get("cpu_user_mean_pct"),
+        "cpu_system_mean_pct": monitor.get("cpu_system_mean_pct"),
+        "cpu_iowait_mean_pct": monitor.get("cpu_iowait_mean_pct"),
         "mem_mean_mb": monitor.get("mem_mean_mb"),
         "mem_peak_mb": monitor.get("mem_peak_mb"),
         "gpu_util_mean_pct": gpu_util,

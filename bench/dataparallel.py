@@ -1,7 +1,7 @@
 """Data-parallel training over N ranks (Shams et al.'s scale-up on 1-4 GPUs, Shi et al.'s Table 8).
 
 A run whose request sweeps ``ranks`` (request["sweep"]["ranks"] > 1; campaign/study.py) starts that many
-processes on this machine (multiprocessing, spawn). Each rank builds its trainer through its framework
+processes on this machine (bench.loopback.run_ranks). Each rank builds its trainer through its framework
 module's data-parallel hook, ``make_trainer(spec, data, device, seed, parallel={rank, ranks, addr, port})``
 (PyTorch: torch.distributed over the loopback address, bench/loopback.py; Gloo on CPUs, NCCL on GPUs with
 cuda:<rank> each), on its own disjoint shard of the training rows (rows rank, rank + ranks, ...). Each
@@ -19,15 +19,12 @@ Frameworks with the hook: FRAMEWORKS (today's PyTorch); the others refuse ranks 
 line (refusal). Framework-free, standard library only, CPython 3.6-clean.
 """
 
-import json
-import multiprocessing
 import os
 import time
-import traceback
 from pathlib import Path
-from typing import Optional
+from typing import Dict, Optional, Sequence
 
-from bench import atomic, frameworks, iterations, loopback, measurement, schema, threads
+from bench import frameworks, iterations, loopback, measurement, schema, threads
 from bench.errors import UsageError
 from bench.frameworks import NonFiniteLoss
 from bench.prepared import PreparedData
@@ -36,6 +33,8 @@ AXIS = "ranks"
 # Frameworks whose module has the data-parallel hook (make_trainer's `parallel`, check_parallel), and the eras.
 FRAMEWORKS = ("pytorch",)
 ERAS = ("current",)
+SUPPORT = loopback.Support(FRAMEWORKS, ERAS, "has no data-parallel hook (bench/dataparallel.py)",
+                           "data-parallel training is written")
 # The ranks' own files, kept in the run folder: ranks/rank<r>/iterations.csv and ranks/rank<r>.json.
 RANKS_DIR = "ranks"
 DEFINITION = (
@@ -55,11 +54,7 @@ def ranks(req: dict) -> int:
 
 def refusal(framework: str, era: str) -> Optional[str]:
     """Why `framework` of `era` cannot train over several ranks (None when it can)."""
-    if framework not in FRAMEWORKS:
-        return f"{framework} has no data-parallel hook (bench/dataparallel.py)"
-    if era not in ERAS:
-        return f"data-parallel training is written for the {' and '.join(ERAS)} era, not {era}"
-    return None
+    return SUPPORT.refusal(framework, era)
 
 
 def images_per_ms(images_per_step: int, mean_s: float) -> float:
@@ -68,18 +63,15 @@ def images_per_ms(images_per_step: int, mean_s: float) -> float:
     return images_per_step / (mean_s * 1000.0)
 
 
-def record_throughput(record: dict, ranks_: int, images_per_step: int) -> None:
+def record_throughput(record: dict, batch: int, train_rows: Sequence[int]) -> None:
     """Put results.ranks and results.images_per_ms into an iteration-protocol run's record, from its timing's
-    mean seconds per step; images_per_step: the rows one step trains over all ranks (ranks x batch, fewer
-    where a rank's shard is smaller than a batch)."""
-    mean = record["timing"]["iteration_time_s"]["mean"]
-    record["results"].update(ranks=ranks_, images_per_ms=images_per_ms(images_per_step, mean) if mean > 0 else None)
-
-
-def step_rows(batch: int, train_rows: int) -> int:
-    """The rows one step of a trainer trains: its batch size, or the whole set where that is smaller
+    mean seconds per step; train_rows: each rank's training rows (one entry for a run on one device). A step
+    trains `batch` rows on every rank, or a rank's whole shard where that is smaller
     (bench.frameworks.common.StepRing)."""
-    return min(batch, train_rows)
+    images_per_step = sum(min(batch, rows) for rows in train_rows)
+    mean = record["timing"]["iteration_time_s"]["mean"]
+    record["results"].update(ranks=len(train_rows),
+                             images_per_ms=images_per_ms(images_per_step, mean) if mean > 0 else None)
 
 
 def shard(data: PreparedData, rank: int, ranks_: int) -> PreparedData:
@@ -91,7 +83,12 @@ def shard(data: PreparedData, rank: int, ranks_: int) -> PreparedData:
 
 
 def merge(per_rank: list) -> list:
-    """The run's iterations.csv rows from every rank's: per step the slowest rank's time, the mean loss."""
+    """The run's iterations.csv rows from every rank's: per step the slowest rank's time, the mean loss. Every
+    rank must have the same number of steps (a ValueError otherwise: a short rank must not shorten the run)."""
+    counts = [len(steps) for steps in per_rank]
+    if len(set(counts)) > 1:
+        raise ValueError(f"the ranks wrote different numbers of steps ({', '.join(map(str, counts))} for ranks "
+                         f"0..{len(counts) - 1}): their iterations.csv files cannot be merged step by step")
     merged = []
     for steps in zip(*per_rank):
         merged.append({"iteration": steps[0]["iteration"], "phase": steps[0]["phase"],
@@ -104,10 +101,7 @@ def run(req: dict, fw, data: PreparedData, out: Path, record: dict, t_setup: flo
     into `out`, fill record's timing, results and device_used. `fw`: the framework module; t_setup: the
     perf_counter at which the run's setup began."""
     n = ranks(req)
-    why = refusal(req["framework"], req["era"])
-    if why:
-        raise UsageError(f"{why}: it cannot train over {n} ranks",
-                         f"run ranks > 1 with FRAMEWORKS={' '.join(FRAMEWORKS)} and ERA={ERAS[0]}")
+    SUPPORT.require(req["framework"], req["era"], f"it cannot train over {n} ranks", "run ranks > 1")
     spec = req["spec"]
     protocol = measurement.of_spec(spec)
     if protocol["protocol"] != measurement.ITERATIONS:
@@ -121,30 +115,36 @@ def run(req: dict, fw, data: PreparedData, out: Path, record: dict, t_setup: flo
                          "give the run more rows (another profile) or sweep fewer ranks")
     warmup = measurement.warmup_steps(protocol, len(shards[0].y_train), batch)
     scratch = Path(out) / RANKS_DIR
-    scratch.mkdir(parents=True, exist_ok=True)
-    ctx = multiprocessing.get_context("spawn")
-    barrier = ctx.Barrier(n)
-    port = loopback.free_port()
-    loopback.pin_sockets()
+    barrier = loopback.context().Barrier(n)
     settings = {"framework": req["framework"], "era": req["era"], "spec": spec, "device": req["device"],
                 "seed": req["seed"], "warmup": warmup, "iterations": protocol["iterations"], "ranks": n,
-                "addr": loopback.HOST, "port": port, "scratch": str(scratch)}
-    procs = _start(ctx, settings, shards, barrier, _rank_threads(req, n))
-    setup_s = time.perf_counter() - t_setup
-    failed = _join(procs)
-    found = {r: json.loads((scratch / f"rank{r}.json").read_text()) for r in range(n)
-             if (scratch / f"rank{r}.json").exists()}
-    rows = merge([schema.read_iterations(scratch / f"rank{r}") for r in range(n)])
-    if rows:
-        schema.write_iterations(out, rows)
-    if failed or len(found) < n:
-        errors = [f for f in found.values() if f.get("error")]
-        message = "data-parallel rank(s) {} failed: {}".format(", ".join(map(str, failed)) or "?",
-                                                               errors[0]["error"] if errors else "see the log")
+                "addr": loopback.HOST, "port": loopback.free_port(), "scratch": str(scratch)}
+    try:
+        gathered = loopback.run_ranks(_rank, [(settings, part, barrier) for part in shards], scratch,
+                                      "data-parallel", env=_thread_env(_rank_threads(req, n)))
+    except loopback.RanksFailed as exc:
+        _keep_finished_steps(out, _per_rank_rows(scratch, n))
         # A rank's diverged loss fails the run as a NaN, as one device's does (run.json failure.cause).
-        raise (NonFiniteLoss if any(f.get("nonfinite") for f in errors) else RuntimeError)(message)
-    _fill(record, found, rows, sum(step_rows(batch, len(s.y_train)) for s in shards))
-    record["timing"]["setup_time_s"] = setup_s + max(f["setup_s"] for f in found.values())
+        if exc.raised(NonFiniteLoss.__name__):
+            raise NonFiniteLoss(str(exc)) from None
+        raise
+    rows = merge(_per_rank_rows(scratch, n))
+    schema.write_iterations(out, rows)
+    _fill(record, gathered.results, rows, batch, [len(s.y_train) for s in shards])
+    record["timing"]["setup_time_s"] = gathered.started - t_setup + max(f["setup_s"] for f in gathered.results)
+
+
+def _per_rank_rows(scratch: Path, n: int) -> list:
+    """Every rank's own iterations.csv rows (ranks/rank<r>/), by rank."""
+    return [schema.read_iterations(scratch / f"rank{r}") for r in range(n)]
+
+
+def _keep_finished_steps(out: Path, per_rank: list) -> None:
+    """A failed run's iterations.csv: the steps every rank finished (a failed single-device run keeps its
+    steps too); none when a rank has none."""
+    done = min(len(steps) for steps in per_rank)
+    if done:
+        schema.write_iterations(out, merge([steps[:done] for steps in per_rank]))
 
 
 def _rank_threads(req: dict, n: int) -> Optional[int]:
@@ -158,47 +158,18 @@ def _rank_threads(req: dict, n: int) -> Optional[int]:
     return max(1, total // n)
 
 
-def _start(ctx, settings: dict, shards: list, barrier, per_rank: Optional[int]) -> list:
-    """Start one spawned process per rank, with its thread count pinned in the environment it inherits."""
-    saved = {k: os.environ.get(k) for k in threads.THREAD_VARS + ("DLREPRO_THREADS",)}
-    try:
-        threads.pin(per_rank)  # read by the rank's libraries when they load (bench/threads.py)
-        procs = []
-        for rank, part in enumerate(shards):
-            proc = ctx.Process(target=_rank, args=(rank, settings, part, barrier), name=f"rank{rank}")
-            proc.start()
-            procs.append(proc)
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-    return procs
+def _thread_env(per_rank: Optional[int]) -> Dict[str, str]:
+    """The environment that pins a rank's thread count (what bench.threads.pin sets), read by its libraries
+    when they load; nothing on a GPU."""
+    if not per_rank:
+        return {}
+    return {name: str(per_rank) for name in threads.THREAD_VARS + ("DLREPRO_THREADS",)}
 
 
-def _join(procs: list) -> list:
-    """Wait for every rank; when one fails the others cannot finish their collectives: end them. Return the
-    failed ranks."""
-    failed = []
-    while any(p.is_alive() for p in procs):
-        for rank, proc in enumerate(procs):
-            proc.join(timeout=0.2)
-            if not proc.is_alive() and proc.exitcode != 0 and rank not in failed:
-                failed.append(rank)
-        if failed:
-            for proc in procs:
-                if proc.is_alive():
-                    proc.terminate()
-            for proc in procs:
-                proc.join()
-    return sorted(set(failed + [r for r, p in enumerate(procs) if p.exitcode != 0]))
-
-
-def _rank(rank: int, settings: dict, data: PreparedData, barrier) -> None:
-    """One rank: build its trainer as a data-parallel rank, run the iteration protocol on its shard (rank 0
-    also evaluates), write ranks/rank<rank>/iterations.csv and ranks/rank<rank>.json."""
-    scratch = Path(settings["scratch"])
+def _rank(rank: int, settings: dict, data: PreparedData, barrier) -> dict:
+    """One rank (bench.loopback.run_ranks): build its trainer as a data-parallel rank, run the iteration
+    protocol on its shard (rank 0 also evaluates) into ranks/rank<rank>/iterations.csv; return its summary
+    (ranks/rank<rank>.json)."""
     summary = {"rank": rank}
     timeout = loopback.TIMEOUT.total_seconds()
     try:
@@ -208,7 +179,7 @@ def _rank(rank: int, settings: dict, data: PreparedData, barrier) -> None:
         trainer = fw.make_trainer(settings["spec"], data, settings["device"], settings["seed"], parallel=parallel)
         summary["setup_s"] = time.perf_counter() - t0
         record = {"timing": {}, "results": {}}
-        folder = scratch / f"rank{rank}"
+        folder = Path(settings["scratch"]) / f"rank{rank}"
         folder.mkdir(parents=True, exist_ok=True)
         try:
             iterations.run(trainer, settings["warmup"], settings["iterations"], folder, record, settings["framework"],
@@ -221,29 +192,26 @@ def _rank(rank: int, settings: dict, data: PreparedData, barrier) -> None:
             close = getattr(trainer, "close", None)
             if callable(close):
                 close()
-    except BaseException as exc:
-        traceback.print_exc()
-        summary.update(error=f"rank {rank}: {type(exc).__name__}: {exc}"[:2000],
-                       nonfinite=isinstance(exc, NonFiniteLoss))
+    except BaseException:
         barrier.abort()  # the others stop waiting for this rank
-        atomic.write_text(scratch / f"rank{rank}.json", json.dumps(summary))
-        raise SystemExit(1) from None
-    atomic.write_text(scratch / f"rank{rank}.json", json.dumps(summary))
+        raise
+    return summary
 
 
-def _fill(record: dict, found: dict, rows: list, images_per_step: int) -> None:
-    """record's timing, results, model and device_used from the ranks' summaries and the merged rows."""
+def _fill(record: dict, found: list, rows: list, batch: int, train_rows: list) -> None:
+    """record's timing, results, model and device_used from the ranks' summaries (by rank), the merged rows,
+    the batch size and each rank's training rows."""
     n = len(found)
     first = found[0]
     timing, results = record["timing"], record["results"]
     timing.update({k: first["timing"][k] for k in ("protocol", "definition")})
     timing["definition"] += DEFINITION
     timing.update(schema.summarize_iterations(rows))
-    timing["train_start_unix"] = min(f["timing"]["train_start_unix"] for f in found.values())
-    timing["train_end_unix"] = max(f["timing"]["train_end_unix"] for f in found.values())
+    timing["train_start_unix"] = min(f["timing"]["train_start_unix"] for f in found)
+    timing["train_end_unix"] = max(f["timing"]["train_end_unix"] for f in found)
     timing["eval_time_s"] = first["timing"].get("eval_time_s")
     results.update(test_accuracy=first["results"].get("test_accuracy"), final_loss=rows[-1]["loss"])
-    record_throughput(record, n, images_per_step)
+    record_throughput(record, batch, train_rows)
     record["model"]["trainable_params"] = first["params"]
     record["device_used"].update(first["info"])
     stats = timing["iteration_time_s"]

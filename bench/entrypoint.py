@@ -10,7 +10,8 @@ Training time is the sum of the epochs' training passes, each closed by a device
 The per-epoch test pass is timed separately (eval_time_s); model construction and data loading
 are setup_time_s (schema.TIMING_DEFINITION). A spec whose measurement protocol is "iterations"
 (bench/measurement.py) times single mini-batches instead (bench/iterations.py), over several
-data-parallel ranks when the request's sweep has ranks > 1 (bench/dataparallel.py). A spec of family
+data-parallel ranks when the request's sweep has ranks > 1 (bench/dataparallel.py); "inference" times
+forward passes only (bench/inference.py). A spec of family
 "collective" trains nothing: it times the framework's own collective (bench/collectives).
 CPython 3.6-clean: paper-era images run it.
 """
@@ -26,12 +27,16 @@ from pathlib import Path
 from typing import Dict, Optional
 
 from bench import (
+    blas,
+    blas_backends,
     collectives,
     dataparallel,
     frameworks,
     generated,
+    inference,
     iterations,
     measurement,
+    modelplan,
     prepared,
     request,
     schema,
@@ -40,7 +45,7 @@ from bench import (
 from bench.errors import UsageError
 from bench.frameworks import NonFiniteLoss
 from bench.frameworks.common import cpu_name, majority_rate
-from bench.gpu import assigned_gpu
+from bench.gpu import assigned_gpus
 from bench.gpu import probe as gpu_probe
 
 
@@ -75,14 +80,12 @@ def host_info() -> dict:
     }
 
 
-def gpu_used(assigned: Optional[dict], devices: list) -> Optional[dict]:
-    """run.json's device_used.gpu: the host GPU the campaign gave this run (bench.gpu.assigned_gpu),
-    named as NVML names it here when it lists that UUID; None when the run was given no GPU."""
-    if assigned is None:
-        return None
-    seen = [d for d in devices if assigned["uuid"] and d.get("uuid") == assigned["uuid"]]
-    return {"index": assigned["index"], "uuid": assigned["uuid"],
-            "name": seen[0].get("name") if seen else assigned["name"]}
+def gpus_used(assigned: list, devices: list) -> list:
+    """run.json's GPUs: the host GPUs the campaign gave this run (bench.gpu.assigned_gpus), in rank order,
+    each named as NVML names it here when it lists that UUID; [] when the run was given none."""
+    named = {d.get("uuid"): d.get("name") for d in devices if d.get("uuid")}
+    return [{"index": gpu["index"], "uuid": gpu["uuid"], "name": named.get(gpu["uuid"]) or gpu["name"]}
+            for gpu in assigned]
 
 
 def classify_failure(exc: BaseException) -> str:
@@ -180,8 +183,14 @@ def train(req: dict, data_dir: Path, out: Path, record: dict) -> None:
     if protocol["protocol"] == measurement.ITERATIONS:
         warmup = measurement.warmup_steps(protocol, len(data.y_train), int(wl["training"]["batch_size"]))
         iterations.run(trainer, warmup, protocol["iterations"], out, record, req["framework"], req["era"])
-        batch = dataparallel.step_rows(int(wl["training"]["batch_size"]), len(data.y_train))
-        dataparallel.record_throughput(record, 1, batch)  # results.ranks and images_per_ms, as a sweep of ranks has
+        # results.ranks and images_per_ms, as a sweep of ranks has
+        dataparallel.record_throughput(record, int(wl["training"]["batch_size"]), [len(data.y_train)])
+    elif protocol["protocol"] == measurement.INFERENCE:
+        record["model"]["output_values"] = modelplan.output_values(modelplan.plan(wl))  # per image: 2,048 features
+        # A batch is batch_size rows, the whole set when it is smaller (the trainers' StepRing)
+        batch = min(int(wl["training"]["batch_size"]), len(data.y_train))
+        inference.run(trainer, protocol["warmup"], protocol["iterations"], batch, out, record,
+                      req["framework"], req["era"])
     else:
         train_epochs(trainer, wl["training"]["epochs"], out, record)
 
@@ -235,13 +244,16 @@ def run(req: dict, out: Path, data_dir: Optional[Path] = None) -> int:
     """Run a validated request into `out` (its data at data_dir, default the request's own path);
     write run.json, ok or failed with its cause; return 0 if it succeeded, 1 if it failed."""
     threads.pin(req["threads"])  # again, for callers that did not come through __main__
+    blas_backends.apply(req)  # the sweep's BLAS backend, before the framework is imported
     seed_everything(req["seed"])
     out.mkdir(parents=True, exist_ok=True)
     data_dir = Path(data_dir or req["data"]["path"])
     record = schema.run_record(req, host=host_info())
-    gpu = gpu_used(assigned_gpu(), record["host"]["gpus"])
-    if gpu is not None:
-        record["device_used"]["gpu"] = gpu
+    gpus = gpus_used(assigned_gpus(), record["host"]["gpus"])
+    if gpus:
+        record["device_used"]["gpu"] = gpus[0]
+    if len(gpus) > 1:
+        record["device_used"]["gpus"] = gpus
     if req["data"]["source"] not in (generated.SOURCE, request.NO_DATA):  # no folder: path stays ""
         record["dataset"]["path"] = str(data_dir)
     monitor = start_monitor(out) if req["monitor"] else None
@@ -254,11 +266,28 @@ def run(req: dict, out: Path, data_dir: Optional[Path] = None) -> int:
     finally:
         if monitor is not None:
             stop_monitor(monitor)
+    record_libraries(record["environment"])  # after training: frameworks load their BLAS lazily
     t = record["timing"]
     record["monitor"] = (summarize_monitor(out, t["train_start_unix"], t["train_end_unix"])
                          if monitor is not None else {"disabled": True})
     schema.write_run(out, schema.finish(record, failure))
     return 0 if failure is None else 1
+
+
+def record_libraries(environment: dict) -> None:
+    """Record in run.json's environment the BLAS and OpenMP libraries this process has loaded (bench/blas.py)
+    and the settings that choose a loaded framework's CPU kernels. A failure to read them is printed and
+    leaves them out (unknown): it must not cost a run that trained its run.json."""
+    try:
+        libraries = blas.loaded_libraries()
+        settings = blas.library_settings()
+    except Exception:  # any: the run.json matters more than this field
+        traceback.print_exc()
+        return
+    if libraries is not None:
+        environment["libraries"] = libraries
+    if settings:
+        environment["library_settings"] = settings
 
 
 def summarize_monitor(out: Path, t0: Optional[float], t1: Optional[float]) -> dict:

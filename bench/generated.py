@@ -16,15 +16,13 @@ arrays it made against it, as it checks prepared data. Labels are uniform over t
 accuracy means nothing here, so a run records no majority rate (dataset.test_majority_rate), and the
 "not above guessing" checks leave it out.
 
-CPython 3.6-clean, standard library and NumPy >= 1.14 only.
+CPython 3.6-clean, standard library and NumPy >= 1.14 only. NumPy is imported only where arrays are made:
+bench.request imports this module, and the run must pin its thread count before NumPy's BLAS loads
+(bench/__main__.py).
 """
 
 import hashlib
-from typing import Dict, Optional, Tuple
-
-import numpy as np
-
-from bench.prepared import PreparedData
+from typing import Any, Dict, Optional, Tuple
 
 NAME = "generated"      # a workload spec's dataset, and the request's data.dataset
 SOURCE = "generated"    # the request's data.source and run.json's dataset.source
@@ -81,8 +79,10 @@ def _stream(seed: int, key: str, size: int) -> bytes:
     return hashlib.shake_256(f"dlrepro generated {METHOD} seed {seed} {key}".encode("ascii")).digest(size)
 
 
-def arrays(rec: dict) -> Dict[str, np.ndarray]:
+def arrays(rec: dict) -> Dict[str, Any]:
     """The arrays of a recipe: x_train, y_train, x_test, y_test (module docstring: dtypes, shapes)."""
+    import numpy as np
+
     shape = tuple(rec["input_shape"])
     per_example = int(np.prod(shape))
     out = {}
@@ -95,8 +95,10 @@ def arrays(rec: dict) -> Dict[str, np.ndarray]:
     return out
 
 
-def arrays_sha256(named: Dict[str, np.ndarray]) -> str:
+def arrays_sha256(named: Dict[str, Any]) -> str:
     """sha256 over the arrays in name order, each as its name, dtype, shape and C-order bytes."""
+    import numpy as np
+
     digest = hashlib.sha256()
     for name in sorted(named):
         arr = np.ascontiguousarray(named[name])
@@ -105,8 +107,10 @@ def arrays_sha256(named: Dict[str, np.ndarray]) -> str:
     return digest.hexdigest()
 
 
-def load(rec: dict) -> Tuple[PreparedData, str]:
-    """The recipe's data as a PreparedData (x, y per split; meta names it) and its arrays' sha256."""
+def load(rec: dict) -> Tuple[Any, str]:
+    """The recipe's data as a bench.prepared.PreparedData (x, y per split; meta names it) and its arrays' sha256."""
+    from bench.prepared import PreparedData
+
     made = arrays(rec)
     digest = arrays_sha256(made)
     meta = {"dataset": NAME, "source": SOURCE, "arrays_sha256": digest, "num_classes": rec["num_classes"],

@@ -51,6 +51,32 @@ def _text(value) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
+def _asked(call, *args) -> Optional[int]:
+    """An NVML query's whole-number answer, None where NVML (or these bindings) cannot give it."""
+    if call is None:
+        return None
+    try:
+        return int(call(*args))
+    except Exception:  # NVMLError_NotSupported on PCIe-only boards, and what older bindings raise
+        return None
+
+
+def links(nvml, handle) -> dict:
+    """How the GPU is joined to the others: its active NVLink links (0 on a board without NVLink; None where
+    NVML cannot tell) and its current PCIe generation and width. Data-parallel scaling depends on them
+    (Shams et al.: NVLink vs PCIe)."""
+    state = getattr(nvml, "nvmlDeviceGetNvLinkState", None)
+    active = None
+    if state is not None:
+        answers = [_asked(state, handle, link) for link in range(int(getattr(nvml, "NVML_NVLINK_MAX_LINKS", 18)))]
+        known = [a for a in answers if a is not None]
+        # A board without NVLink answers NotSupported for every link: that is 0 links, not "unknown".
+        active = sum(1 for a in known if a == int(getattr(nvml, "NVML_FEATURE_ENABLED", 1)))
+    return {"nvlink_active_links": active,
+            "pcie_generation": _asked(getattr(nvml, "nvmlDeviceGetCurrPcieLinkGeneration", None), handle),
+            "pcie_width": _asked(getattr(nvml, "nvmlDeviceGetCurrPcieLinkWidth", None), handle)}
+
+
 def probe() -> GpuStatus:
     """Find the NVIDIA GPUs this process can see. Never raises."""
     nvml, reason = _nvml()
@@ -68,15 +94,15 @@ def probe() -> GpuStatus:
                 cc = ".".join(map(str, nvml.nvmlDeviceGetCudaComputeCapability(h)))
             except nvml.NVMLError:
                 cc = None
-            devices.append(
-                {
-                    "index": i,
-                    "name": _text(nvml.nvmlDeviceGetName(h)),
-                    "uuid": _text(nvml.nvmlDeviceGetUUID(h)),
-                    "memory_total_mb": round(mem.total / 2**20),
-                    "compute_capability": cc,
-                }
-            )
+            device = {
+                "index": i,
+                "name": _text(nvml.nvmlDeviceGetName(h)),
+                "uuid": _text(nvml.nvmlDeviceGetUUID(h)),
+                "memory_total_mb": round(mem.total / 2**20),
+                "compute_capability": cc,
+            }
+            device.update(links(nvml, h))
+            devices.append(device)
         cuda = nvml.nvmlSystemGetCudaDriverVersion()
         return GpuStatus(
             True,
@@ -88,22 +114,30 @@ def probe() -> GpuStatus:
         return GpuStatus(False, f"NVML error: {exc}")
 
 
-# The host GPU a campaign gave this run (campaign/runners GpuSlot): its NVML index on the host, its
-# UUID and name. Set by every runner for GPU runs; the entrypoint records them, the monitor reads
-# that GPU. Inside a container NVML numbers only the granted GPU (index 0), so the UUID, the same
-# everywhere, is what finds it; locally CUDA_VISIBLE_DEVICES holds the host index.
+# The host GPUs a campaign gave this run (campaign/runners GpuSlot): their NVML indices on the host, their
+# UUIDs and names, comma-separated in rank order (one for most runs; one per rank of a data-parallel or
+# collective GPU run). Set by every runner for GPU runs; the entrypoint records them, the monitor reads the
+# first (rank 0's). Inside a container NVML numbers only the granted GPUs (from 0), so the UUID, the same
+# everywhere, is what finds one; locally CUDA_VISIBLE_DEVICES holds the host indices.
 GPU_INDEX_VAR = "DLREPRO_GPU_INDEX"
 GPU_UUID_VAR = "DLREPRO_GPU_UUID"
 GPU_NAME_VAR = "DLREPRO_GPU_NAME"
 
 
-def assigned_gpu(environ=None) -> Optional[dict]:
-    """{"index", "uuid", "name"} of the GPU the campaign gave this run, None when it gave none."""
+def _listed(environ, var: str, n: int) -> list:
+    """The comma-separated values of `var`, padded with None to n (an empty value is None)."""
+    values = [v.strip() or None for v in environ.get(var, "").split(",")]
+    return (values + [None] * n)[:n] if len(values) <= n else [None] * n
+
+
+def assigned_gpus(environ=None) -> list:
+    """[{"index", "uuid", "name"}, ...] of the GPUs the campaign gave this run, in rank order ([]: none)."""
     environ = os.environ if environ is None else environ
-    index = environ.get(GPU_INDEX_VAR, "").strip()
-    if not index.isdigit():
-        return None
-    return {"index": int(index), "uuid": environ.get(GPU_UUID_VAR) or None, "name": environ.get(GPU_NAME_VAR) or None}
+    indices = [i.strip() for i in environ.get(GPU_INDEX_VAR, "").split(",")]
+    if not all(i.isdigit() for i in indices):
+        return []
+    uuids, names = _listed(environ, GPU_UUID_VAR, len(indices)), _listed(environ, GPU_NAME_VAR, len(indices))
+    return [{"index": int(i), "uuid": u, "name": n} for i, u, n in zip(indices, uuids, names)]
 
 
 def run_device_index() -> int:
@@ -113,8 +147,8 @@ def run_device_index() -> int:
 
 
 def run_device_uuid() -> Optional[str]:
-    """The UUID of the GPU the run owns: DLREPRO_GPU_UUID, else a UUID in CUDA_VISIBLE_DEVICES."""
-    given = os.environ.get(GPU_UUID_VAR, "").strip()
+    """The UUID of the (first) GPU the run owns: DLREPRO_GPU_UUID, else a UUID in CUDA_VISIBLE_DEVICES."""
+    given = os.environ.get(GPU_UUID_VAR, "").split(",")[0].strip()
     if given:
         return given
     visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()

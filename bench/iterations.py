@@ -14,13 +14,13 @@ CPython 3.6-clean: paper-era images run it.
 import math
 import time
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Any, Callable, List, Optional
 
 from bench import schema
 from bench.errors import UsageError
 from bench.frameworks import NonFiniteLoss
 
-# A progress line every this many steps (and at the end of the warm-up and of the run).
+# A progress line every this many timed calls (and at the end of the warm-up and of the run).
 PRINT_EVERY = 100
 
 
@@ -29,6 +29,59 @@ def require_step(trainer, framework: str, era: str) -> None:
     if not callable(getattr(trainer, "step", None)):
         raise UsageError(f"the {era}-era {framework} trainer has no step(), which the iterations protocol needs",
                          "run it with the epoch protocol (measurement protocol 'epochs') or another framework")
+
+
+class Unit:
+    """How a timed loop names what it times, in its progress lines and errors: ('iteration', 'it', 'loss')."""
+
+    def __init__(self, name: str, short: str, value: str) -> None:
+        self.name, self.short, self.value = name, short, value
+
+
+STEPS = Unit("iteration", "it", "loss")
+
+
+def timed_loop(call: Callable[[], Any], value: Callable[[Any], float], synchronize: Callable[[], None], warmup: int,
+               iterations: int, timing: dict, out: Path, unit: Unit, barrier: Optional[Callable[[], None]] = None,
+               after: Optional[Callable[[], None]] = None) -> List[dict]:
+    """Time `warmup` then `iterations` calls of `call`, each alone: time.perf_counter() around ``call();
+    synchronize()``; value(result), worked out outside the clock and checked finite (a NonFiniteLoss), is each
+    row's loss column. Write every row, warm-up marked, to iterations.csv in `out` (also when a call fails, with
+    the rows done), set timing's train_start_unix (the end of the warm-up) and train_end_unix, and return the
+    rows. `barrier`: called before each call's clock starts; `after`: called once the calls are done, inside
+    the same guard (a check the values cannot show)."""
+    total = warmup + iterations
+    rows: List[dict] = []
+    since, block = 0.0, 0  # seconds and calls since the last progress line
+    try:
+        synchronize()  # setup's queued device work is not the first call's
+        if warmup == 0:
+            timing["train_start_unix"] = time.time()
+        for i in range(1, total + 1):
+            phase = "warmup" if i <= warmup else "measured"
+            if barrier is not None:
+                barrier()
+            t0 = time.perf_counter()
+            result = call()
+            synchronize()
+            t1 = time.perf_counter()
+            got = float(value(result))
+            if not math.isfinite(got):
+                raise NonFiniteLoss(f"{unit.value} is {got} at {unit.name} {i} ({phase})")
+            rows.append({"iteration": i, "phase": phase, "time_s": t1 - t0, "loss": got})
+            if i == warmup:
+                timing["train_start_unix"] = time.time()
+            since, block = since + t1 - t0, block + 1
+            if i % PRINT_EVERY == 0 or i == warmup or i == total:
+                print(f"{unit.name} {i}/{total} ({phase}): {since / block:.4g} s/{unit.short}, {unit.value} "
+                      f"{got:.4f}", flush=True)
+                since, block = 0.0, 0
+        timing["train_end_unix"] = time.time()
+        if callable(after):
+            after()
+    finally:
+        schema.write_iterations(out, rows)
+    return rows
 
 
 def run(trainer, warmup: int, iterations: int, out: Path, record: dict, framework: str, era: str,
@@ -42,37 +95,8 @@ def run(trainer, warmup: int, iterations: int, out: Path, record: dict, framewor
     timing, results = record["timing"], record["results"]
     timing.update(protocol="iterations", warmup_iterations=warmup, measured_iterations=iterations,
                   warmup_time_s=None, iteration_time_s=None, definition=schema.ITERATION_TIMING_DEFINITION)
-    total = warmup + iterations
-    rows = []
-    since, block = 0.0, 0  # seconds and steps since the last progress line
-    try:
-        trainer.synchronize()  # setup's queued device work is not the first step's
-        if warmup == 0:
-            timing["train_start_unix"] = time.time()
-        for i in range(1, total + 1):
-            phase = "warmup" if i <= warmup else "measured"
-            if barrier is not None:
-                barrier()
-            t0 = time.perf_counter()
-            loss = trainer.step()
-            trainer.synchronize()
-            t1 = time.perf_counter()
-            loss = float(loss)
-            if not math.isfinite(loss):
-                raise NonFiniteLoss(f"loss is {loss} at iteration {i} ({phase})")
-            rows.append({"iteration": i, "phase": phase, "time_s": t1 - t0, "loss": loss})
-            if i == warmup:
-                timing["train_start_unix"] = time.time()
-            since, block = since + t1 - t0, block + 1
-            if i % PRINT_EVERY == 0 or i == warmup or i == total:
-                print(f"iteration {i}/{total} ({phase}): {since / block:.4g} s/it, loss {loss:.4f}", flush=True)
-                since, block = 0.0, 0
-        timing["train_end_unix"] = time.time()
-        check = getattr(trainer, "check_finite", None)
-        if callable(check):  # divergence the step losses cannot show (bench.frameworks.Trainer)
-            check()
-    finally:
-        schema.write_iterations(out, rows)
+    rows = timed_loop(trainer.step, float, trainer.synchronize, warmup, iterations, timing, out, STEPS, barrier,
+                      after=getattr(trainer, "check_finite", None))
     timing.update(schema.summarize_iterations(rows))
     results["final_loss"] = rows[-1]["loss"]
     if not evaluate:

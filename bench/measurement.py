@@ -10,6 +10,9 @@ A resolved workload spec may carry a table ``measurement``:
   ``"warmup_epochs": E`` instead of ``warmup`` makes the warm-up E epochs' worth of mini-batches
   (Shi et al. exclude the first epoch); the entrypoint turns it into a count once the training
   set's size is known (warmup_steps).
+- ``{"protocol": "inference", "warmup": W, "iterations": N}``: forward passes only (ilkarman's ResNet-50
+  feature extraction): W warm-up mini-batches, then N measured ones, each a forward pass in the
+  framework's inference mode, timed on its own (bench/inference.py; iterations.csv as above).
 
 ``check`` is the one validator: the run request calls it (bench/request.py), and the host may call
 it on a spec before planning. Standard library only, CPython 3.6-clean.
@@ -21,11 +24,15 @@ from bench.errors import UsageError
 
 EPOCHS = "epochs"
 ITERATIONS = "iterations"
-PROTOCOLS = (EPOCHS, ITERATIONS)
+INFERENCE = "inference"
+PROTOCOLS = (EPOCHS, ITERATIONS, INFERENCE)
+# The protocols that time single mini-batches (iterations.csv, timing.protocol in run.json).
+TIMED_BATCHES = (ITERATIONS, INFERENCE)
 # The keys the table may hold under each protocol (protocol itself always).
-KEYS = {EPOCHS: ("protocol",), ITERATIONS: ("protocol", "warmup", "warmup_epochs", "iterations")}
-FIX = ('write the spec\'s measurement table as {protocol = "epochs"}, or {protocol = "iterations", '
-       "warmup = W (or warmup_epochs = E), iterations = N}")
+KEYS = {EPOCHS: ("protocol",), ITERATIONS: ("protocol", "warmup", "warmup_epochs", "iterations"),
+        INFERENCE: ("protocol", "warmup", "iterations")}
+FIX = ('write the spec\'s measurement table as {protocol = "epochs"}, {protocol = "iterations", '
+       'warmup = W (or warmup_epochs = E), iterations = N} or {protocol = "inference", warmup = W, iterations = N}')
 
 
 class MeasurementError(UsageError):
@@ -48,7 +55,8 @@ def _count(table: dict, key: str, where: str, least: int) -> Optional[int]:
 def check(table, where: str = "spec") -> dict:
     """Validate a spec's measurement table (None = absent); return it normalized:
     {"protocol": "epochs"} or {"protocol": "iterations", "warmup": W or None,
-    "warmup_epochs": E or None, "iterations": N} (exactly one of warmup, warmup_epochs set).
+    "warmup_epochs": E or None, "iterations": N} (exactly one of warmup, warmup_epochs set), or the same
+    keys with protocol "inference" (warmup set, warmup_epochs None).
     Raise MeasurementError (a UsageError, one line) when it is malformed."""
     if table is None:
         return {"protocol": EPOCHS}
@@ -64,12 +72,14 @@ def check(table, where: str = "spec") -> dict:
         return {"protocol": EPOCHS}
     iterations = _count(table, "iterations", where, 1)
     if iterations is None:
-        raise MeasurementError(where, "protocol 'iterations' needs iterations (the number of measured steps)")
+        raise MeasurementError(where, f"protocol {protocol!r} needs iterations (the number of measured mini-batches)")
     warmup = _count(table, "warmup", where, 0)
     warmup_epochs = _count(table, "warmup_epochs", where, 0)
+    if protocol == INFERENCE and warmup is None:
+        raise MeasurementError(where, "protocol 'inference' needs warmup (the number of warm-up mini-batches)")
     if (warmup is None) == (warmup_epochs is None):
         raise MeasurementError(where, "protocol 'iterations' needs exactly one of warmup and warmup_epochs")
-    return {"protocol": ITERATIONS, "warmup": warmup, "warmup_epochs": warmup_epochs, "iterations": iterations}
+    return {"protocol": protocol, "warmup": warmup, "warmup_epochs": warmup_epochs, "iterations": iterations}
 
 
 def of_spec(spec: dict) -> dict:

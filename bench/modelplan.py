@@ -22,6 +22,20 @@ lists, each planned from the concat's input (recursively, like a residual branch
 agree on H and W, and the concat's output stacks their channels in the order given. A planned concat
 is one Layer whose `branches` holds the planned lists (Layer.branch and shortcut stay None).
 
+Local response normalization (`lrn`) follows TensorFlow's convention (tf.nn.local_response_normalization),
+per pixel across channels: out[c] = x[c] / (bias + alpha * sum(x[c'] ** 2))**beta, the sum over the
+2 * depth_radius + 1 channels c - depth_radius .. c + depth_radius that exist (no wrap, none padded in), alpha
+NOT divided by that window (PyTorch, MXNet and Caffe divide theirs: lrn_size() gives the window to convert
+with). Defaults are TensorFlow's (depth_radius 5, bias 1, alpha 1, beta 0.5). No parameters; shape unchanged.
+
+A `gru` is cuDNN's GRU ("reset_after": r * (W_hn h + b_hn), two bias vectors per gate set; gru_params()), read
+over every step of its input, padding included (no real lengths, no initial state).
+
+A features model (`model.output = "features"`, ilkarman's ResNet-50 feature extraction) has no classifier: its
+last layer's output, a vector (e.g. after global_avgpool), is what the network computes, ModelPlan.kind is
+"features" and no loss is planned; it runs only under the inference protocol (bench/measurement.py), which
+times forward passes. `output = "classes"` (the default) is every other model: the last layer a dense classifier.
+
 Batchnorm follows Keras' convention: `momentum` m updates moving = m * moving + (1 - m) * batch
 (PyTorch's momentum is 1 - m); the defaults (0.9, epsilon 1e-5) are PyTorch's and He et al.'s Torch.
 Its gamma and beta are trainable parameters, its moving mean and variance are not.
@@ -29,6 +43,8 @@ CPython 3.6-clean, standard library only.
 """
 
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
+
+from bench import measurement
 
 IMAGE, SEQUENCE, VECTOR, TOKENS = "image", "sequence", "vector", "tokens"
 
@@ -40,7 +56,7 @@ POOLS = ("maxpool2d", "avgpool2d")
 # Layers with a window over the image, whose planned Layer carries its padding (Pads).
 WINDOWED = ("conv2d",) + POOLS
 # What a residual branch or a concat branch may hold: image-to-image layers, no nested blocks.
-BRANCH_LAYER_TYPES = WINDOWED + ("batchnorm", "activation", "dropout")
+BRANCH_LAYER_TYPES = WINDOWED + ("batchnorm", "activation", "dropout", "lrn")
 # Keys each layer type accepts, with defaults (None = required unless in OPTIONAL_KEYS). Anything else is a spec error:
 # silently ignoring a key would let two frameworks build different models from one spec.
 LAYER_KEYS = {
@@ -50,6 +66,8 @@ LAYER_KEYS = {
     "avgpool2d": {"pool": None, "stride": None, "padding": "valid"},
     "global_avgpool": {},  # image -> vector: each channel's mean over H x W
     "batchnorm": {"momentum": 0.9, "epsilon": 1e-5},  # Keras' convention for momentum (see above)
+    # TensorFlow's convention and defaults (see above): alpha per channel of the window, not divided by it.
+    "lrn": {"depth_radius": 5, "bias": 1.0, "alpha": 1.0, "beta": 0.5},
     "activation": {"activation": None},  # a bare nonlinearity (after a batchnorm); required here
     "residual": {"layers": None, "shortcut": "projection", "activation": None, "repeat": 1},
     "concat": {"branches": None},  # image -> image: the branches' outputs stacked on channels
@@ -58,11 +76,13 @@ LAYER_KEYS = {
     "dense": {"units": None, "activation": None},
     "embedding": {"input_dim": None, "output_dim": None},
     "lstm": {"units": None, "use_lengths": False, "return_sequences": False, "initial_state": None},
+    # cuDNN's GRU (reset_after: two bias vectors per gate set, see gru_params()); reads every step, padding included.
+    "gru": {"units": None, "return_sequences": False},
 }
 HIDDEN_ACTIVATIONS = (None, "linear", "relu", "tanh", "sigmoid")
 SHORTCUTS = ("identity", "projection")
 # What the paper-era framework modules translate (bench/frameworks/paper/): no residual vocabulary
-# (batchnorm, activation, avgpool2d, global_avgpool, residual), no concat and no conv2d without bias. Each calls
+# (batchnorm, activation, avgpool2d, global_avgpool, residual), no concat, no lrn and no conv2d without bias. Each calls
 # require() so such a spec stops at once; the campaign skips those runs before they start.
 ERA_LAYER_TYPES = {"paper": ("conv2d", "maxpool2d", "dropout", "flatten", "dense", "embedding", "lstm")}
 # The loss a spec names -> (label kind, the output activation the loss absorbs).
@@ -75,6 +95,10 @@ LOSSES = {
     "sparse_categorical_crossentropy": ("sequence", "softmax"),
 }
 ARCHITECTURES = ("stack", "encoder_decoder")
+# model.output: what the network ends with. "classes": a dense classifier whose activation the loss absorbs;
+# "features": the last layer's vector as it is, no classifier and no loss (the inference protocol only).
+CLASSES, FEATURES = "classes", "features"
+OUTPUTS = (CLASSES, FEATURES)
 
 
 class SpecError(ValueError):
@@ -162,7 +186,9 @@ class ModelPlan:
     def __init__(self, layers: List[Layer], kind: str, input_shape: Optional[Tuple[int, ...]],
                  encoder: Optional[List[Layer]] = None) -> None:
         self.layers = layers
-        self.kind = kind  # "categorical" (integer labels, logits per class), "binary" (one logit) or "sequence"
+        # "categorical" (integer labels, logits per class), "binary" (one logit), "sequence", or "features"
+        # (no classifier: the last layer's vector, never trained: model.output = "features")
+        self.kind = kind
         self.input_shape = input_shape  # (H, W, C) for images, None for token sequences
         self.encoder = encoder
 
@@ -195,6 +221,21 @@ def window(size: int, kernel: int, stride: int, padding: str) -> Tuple[int, int,
     out = -(-size // stride)
     total = max((out - 1) * stride + kernel - size, 0)
     return out, total // 2, total - total // 2
+
+
+def lrn_size(layer: Layer) -> int:
+    """An lrn layer's window in channels, 2 * depth_radius + 1: the `size`/`nsize`/`n` of frameworks that name the
+    window rather than its radius (and divide alpha by it: PyTorch and MXNet take alpha * size for the plan's alpha)."""
+    return 2 * layer["depth_radius"] + 1
+
+
+def gru_params(layer: Layer) -> int:
+    """A gru layer's trainable parameters in cuDNN's form, the count every framework must report:
+    3 gate sets (reset, update, candidate; each framework orders them its own way), each an input kernel,
+    a recurrent kernel and two bias vectors (input and recurrent: "reset_after", the reset gate applied
+    to the recurrent product after its bias, as cuDNN computes it and Keras 3 defaults to)."""
+    units = layer["units"]
+    return 3 * (layer.input.features * units + units * units + 2 * units)
 
 
 def untranslated(model: ModelPlan, types: Tuple[str, ...], no_bias: bool = False) -> List[str]:
@@ -247,6 +288,11 @@ def _flatten_blocks(layers: List[Layer]) -> List[Layer]:
 
 def plan(spec: dict) -> ModelPlan:
     """Validate spec['model'] and the loss, and plan every layer's shapes and padding."""
+    output = spec["model"].get("output", CLASSES)
+    if output not in OUTPUTS:
+        raise SpecError(f"model.output {output!r} is not one of {', '.join(OUTPUTS)}")
+    if output == FEATURES:
+        return _plan_features(spec)
     loss = spec["training"]["loss"]
     if loss not in LOSSES:
         raise SpecError(f"unsupported loss '{loss}'; supported: {', '.join(LOSSES)}")
@@ -271,6 +317,8 @@ def plan(spec: dict) -> ModelPlan:
     lstms = [layer for layer in raw if layer["type"] == "lstm"]
     if kind == "sequence" and not all(layer["return_sequences"] for layer in lstms):
         raise SpecError(f"loss {loss} predicts every step: every LSTM needs return_sequences = true")
+    if kind == "sequence" and not all(layer["return_sequences"] for layer in raw if layer["type"] == "gru"):
+        raise SpecError(f"loss {loss} predicts every step: every GRU needs return_sequences = true")
     _check_initial_states(raw_encoder, lstms)
     raw[-1] = dict(last, activation=None)
     image = model.get("input_shape")
@@ -278,6 +326,37 @@ def plan(spec: dict) -> ModelPlan:
     first = Shape(IMAGE, input_shape) if input_shape else Shape(TOKENS, ())
     encoder = _shapes(raw_encoder, Shape(TOKENS, ())) if raw_encoder is not None else None
     return ModelPlan(_shapes(raw, first), kind, input_shape, encoder)
+
+
+def _plan_features(spec: dict) -> ModelPlan:
+    """Plan a features model (model.output = "features"): a stack over images whose last layer gives a
+    vector, hidden activations only, timed by the inference protocol (no loss: it is never trained)."""
+    model = spec["model"]
+    protocol = measurement.of_spec(spec)["protocol"]
+    if protocol != measurement.INFERENCE:
+        raise SpecError(f"a features model (model.output = \"{FEATURES}\") is only run forward, but the spec's "
+                        f"measurement protocol is {protocol!r}: give it measurement = {{ protocol = "
+                        f"\"{measurement.INFERENCE}\", warmup = W, iterations = N }}")
+    if model.get("architecture", "stack") != "stack" or not model.get("input_shape"):
+        raise SpecError("a features model must be a stack of layers over images (architecture \"stack\", "
+                        "model.input_shape)")
+    raw = _layer_list(model.get("layers") or [], "layer")
+    for i, layer in enumerate(raw):
+        for sub in [layer] + _sublayers(layer):
+            if sub.get("activation") not in HIDDEN_ACTIVATIONS:
+                raise SpecError(f"layer {i}: activation {sub['activation']!r}: a features model has no output layer")
+    input_shape = tuple(model["input_shape"])
+    layers = _shapes(raw, Shape(IMAGE, input_shape))
+    if not layers or layers[-1].output.kind != VECTOR:
+        got = layers[-1].output if layers else "no layers"
+        raise SpecError(f"a features model must end with a vector (e.g. global_avgpool or flatten), not {got}")
+    return ModelPlan(layers, FEATURES, input_shape)
+
+
+def output_values(model: ModelPlan) -> int:
+    """Values the network computes per example: a features model's vector length (2,048 for ResNet-50
+    cut after its global average pool), a classifier's logits."""
+    return model.layers[-1].output.features
 
 
 def _shapes(layers: List[dict], shape: Shape, where: str = "layer") -> List[Layer]:
@@ -363,6 +442,8 @@ def _output(layer: dict, shape: Shape, i: str) -> Tuple[Shape, Optional[Pads]]:
         return Shape(VECTOR, (_need(shape, IMAGE, i, kind).size,)), None
     if kind == "global_avgpool":
         return Shape(VECTOR, (_need(shape, IMAGE, i, kind).features,)), None
+    if kind == "lrn":  # across an image's channels, at every pixel
+        return _need(shape, IMAGE, i, kind), None
     if kind == "batchnorm" and shape.kind not in (IMAGE, VECTOR):  # per channel of an image, per feature of a vector
         raise SpecError(f"{i}: batchnorm needs an image or a vector input (got {shape.kind} {shape.dims})")
     if kind == "dense":
@@ -371,7 +452,7 @@ def _output(layer: dict, shape: Shape, i: str) -> Tuple[Shape, Optional[Pads]]:
         return Shape(shape.kind, (layer["units"],)), None
     if kind == "embedding":
         return Shape(SEQUENCE, (layer["output_dim"],)), None
-    if kind == "lstm":
+    if kind in ("lstm", "gru"):
         _need(shape, SEQUENCE, i, kind)
         return Shape(SEQUENCE if layer["return_sequences"] else VECTOR, (layer["units"],)), None
     return shape, None  # dropout, batchnorm, activation
@@ -409,12 +490,29 @@ def _layer_list(raw_layers: List[dict], what: str) -> List[Dict[str, Any]]:
         if kind_of == "batchnorm" and not (0 <= layer["momentum"] < 1 and layer["epsilon"] > 0):
             raise SpecError(f"{what} {i} (batchnorm): momentum must be in [0, 1) (Keras' convention: "
                             f"moving = momentum * moving + (1 - momentum) * batch) and epsilon > 0")
+        if kind_of == "lrn":
+            _check_lrn(layer, f"{what} {i}")
         if kind_of == "residual":
             _check_residual(layer, f"{what} {i}")
         if kind_of == "concat":
             _check_concat(layer, f"{what} {i}")
         layers.append(layer)
     return layers
+
+
+def _check_lrn(layer: Dict[str, Any], where: str) -> None:
+    """An lrn's numbers: a whole depth_radius >= 0, bias > 0 and alpha >= 0 (so the base of the power stays
+    positive), any real beta."""
+    def number(key: str) -> bool:
+        return isinstance(layer[key], (int, float)) and not isinstance(layer[key], bool)
+
+    radius = layer["depth_radius"]
+    if not isinstance(radius, int) or isinstance(radius, bool) or radius < 0:
+        raise SpecError(f"{where} (lrn): depth_radius must be a whole number >= 0 (the window is 2 * depth_radius + 1 "
+                        f"channels; got {radius!r})")
+    if not all(number(key) for key in ("bias", "alpha", "beta")) or layer["bias"] <= 0 or layer["alpha"] < 0:
+        raise SpecError(f"{where} (lrn): bias must be a number > 0, alpha >= 0 and beta a number (TensorFlow's "
+                        f"convention; got bias {layer['bias']!r}, alpha {layer['alpha']!r}, beta {layer['beta']!r})")
 
 
 def _check_residual(layer: Dict[str, Any], where: str) -> None:

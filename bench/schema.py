@@ -5,7 +5,7 @@ A run directory holds five files (metrics.jsonl or iterations.csv by its protoco
 - ``request.json``  the run request it was made from (bench/request.py), so it can be run again.
 - ``run.json``      one object: configuration, versions, host, timings, status, summaries.
 - ``metrics.jsonl`` one object per finished epoch (epoch protocol only).
-- ``iterations.csv`` one row per timed mini-batch, warm-up included (iterations protocol only).
+- ``iterations.csv`` one row per timed mini-batch, warm-up included (iterations and inference protocols only).
 - ``collective.csv`` one row per size, repetition and rank of a timed collective (family
   "collective" only: bench/collectives).
 - ``monitor.csv``   one row per monitor sample (1 s), header row first.
@@ -28,8 +28,8 @@ from typing import Optional
 
 import numpy as np
 
-from bench import atomic, generated
-from bench.measurement import ITERATIONS
+from bench import atomic, blas, generated
+from bench.measurement import INFERENCE, ITERATIONS, TIMED_BATCHES
 from bench.request import WRAPPERS, container_problem, system_environment_problem
 
 SCHEMA_VERSION = 2
@@ -68,6 +68,17 @@ ITERATION_TIMING_DEFINITION = (
     "measured steps only; training_time_s = their sum, train_start_unix/train_end_unix bound them; "
     "warmup_time_s = sum of the warm-up steps; eval_time_s = one test pass after the measured steps; "
     "setup_time_s = model build and data loading before the first step."
+)
+
+# timing.definition of an inference-protocol run (timing.protocol "inference": bench/inference.py).
+INFERENCE_TIMING_DEFINITION = (
+    "inference protocol: warmup_iterations mini-batches, then measured_iterations measured ones, each timed "
+    "alone around one forward pass in the framework's inference mode (no gradient, no update; the outputs "
+    "copied to the host) with the device synchronized before each clock read (iterations.csv has every batch, "
+    "its loss column the mean of the batch's outputs); iteration_time_s = statistics of the measured batches "
+    "only; training_time_s = their sum (nothing is trained), train_start_unix/train_end_unix bound them; "
+    "warmup_time_s = sum of the warm-up batches; eval_time_s = 0 (no test pass); setup_time_s = model build "
+    "and data loading before the first batch. results.s_per_1000_images = 1000 x mean / batch_size."
 )
 
 # Field name -> accepted types. Nested dicts are checked one level down where listed.
@@ -113,8 +124,9 @@ RUN_TIMING_FIELDS = {
     "definition": (str,),
 }
 # The iterations protocol's timing fields (optional: absent from epoch-protocol runs, whose run.json
-# stays as it was); all present when timing.protocol is "iterations". iteration_time_s is null until
-# the measured steps are done (a failed run), then ITERATION_STATS of the measured steps' seconds.
+# stays as it was); all present when timing.protocol is "iterations" or "inference" (TIMED_BATCHES).
+# iteration_time_s is null until the measured steps are done (a failed run), then ITERATION_STATS of the
+# measured steps' seconds.
 RUN_ITERATION_TIMING_FIELDS = {
     "protocol": (str,),
     "warmup_iterations": (int,),
@@ -163,8 +175,19 @@ RUN_MONITOR_CONTENTION_FIELDS = {
     "other_cpu_mean_pct": OPT_NUM,
     "gpu_other_procs_max": OPT_INT,
 }
-# device_used.gpu (optional: CPU runs and runs before it lack it): the host GPU the campaign gave the run.
+# device_used.gpu (optional: CPU runs and runs before it lack it): the host GPU the campaign gave the run
+# (rank 0's); device_used.gpus (optional): every GPU of a run given several, in rank order.
 RUN_GPU_FIELDS = {"index": (int,), "uuid": OPT_STR, "name": OPT_STR}
+# environment.libraries (optional: runs before it, and runs off Linux, lack it): every BLAS and OpenMP runtime
+# the run's process had loaded when it finished training, read from the process (bench/blas.py; a run of
+# several ranks: the process that started them); kind is one of blas.KINDS, api the library (openblas, mkl,
+# blis, 'other' for a BLAS that names itself as none of them; gomp, iomp, llvm for OpenMP), filepath the file
+# (a framework's own library where the BLAS is linked into it), the rest what the library itself answers
+# (null where it does not say).
+RUN_LIBRARY_FIELDS = {"kind": (str,), "api": (str,), "filepath": (str,), "version": OPT_STR,
+                      "num_threads": OPT_INT, "threading_layer": OPT_STR, "architecture": OPT_STR}
+# environment.library_settings (optional): {variable: value or null when unset} of the variables a loaded
+# framework reads to choose its CPU kernels (blas.SETTING_VARS: TensorFlow's TF_ENABLE_ONEDNN_OPTS), as set.
 # dataset's split sizes and floor, filled in by the entrypoint once the data is loaded (optional: failed
 # runs and runs before them lack them). test_majority_rate: the accuracy of always guessing the most
 # frequent label of the test rows (bench.frameworks.common.majority_rate), what a run must clear to
@@ -180,6 +203,10 @@ RUN_RESULTS_FIELDS = {
 # data-parallel ranks (config.sweep.ranks, else 1), and images_per_ms = the rows one step trains over all ranks
 # (ranks x batch) / (mean measured seconds per step x 1000), Shams et al.'s unit.
 RUN_THROUGHPUT_FIELDS = {"ranks": (int,), "images_per_ms": OPT_NUM}
+# results' throughput of an inference-protocol run (bench/inference.py; optional: runs before it lack it, only
+# inference runs may have it, an ok one must): the forward passes' batch_size, images_per_s = batch_size / mean
+# measured seconds per batch, s_per_1000_images = 1000 / images_per_s (ilkarman's unit); null until measured.
+RUN_INFERENCE_FIELDS = {"batch_size": (int,), "images_per_s": OPT_NUM, "s_per_1000_images": OPT_NUM}
 
 METRIC_FIELDS = {
     "schema_version": (int,),
@@ -219,7 +246,8 @@ MONITOR_INTERVAL_S = 1.0
 
 # iterations.csv columns, in order: iteration (1-based over warm-up and measured steps together, so
 # Shams et al.'s "iterations 101-1100" are rows 101-1100), phase (ITERATION_PHASES), time_s (seconds
-# of that step, device synchronized) and loss (the step's mini-batch loss).
+# of that step, device synchronized) and loss (the step's mini-batch loss; an inference run's forward pass has
+# none: there, the mean of the batch's outputs, checked finite as a loss is).
 ITERATION_COLUMNS = ("iteration", "phase", "time_s", "loss")
 ITERATION_PHASES = ("warmup", "measured")
 # collective.csv columns, in order: floats (message size in elements), phase (ITERATION_PHASES), rep
@@ -229,6 +257,18 @@ COLLECTIVE_COLUMNS = ("floats", "phase", "rep", "rank", "time_s")
 
 class SchemaError(ValueError):
     """An artifact does not match the schema; the message names the file and the field."""
+
+
+def _check_device_gpus(obj: dict, where: str) -> None:
+    """device_used.gpu (rank 0's GPU) and device_used.gpus (every GPU of a run given several), when present."""
+    if "gpu" in obj["device_used"]:
+        _check_fields(obj["device_used"]["gpu"], RUN_GPU_FIELDS, f"{where}: device_used.gpu")
+    if "gpus" in obj["device_used"]:
+        gpus = obj["device_used"]["gpus"]
+        if not isinstance(gpus, list) or len(gpus) < 2:
+            raise SchemaError(f"{where}: device_used.gpus must list the run's GPUs (two or more), got {gpus!r}")
+        for i, gpu in enumerate(gpus):
+            _check_fields(gpu, RUN_GPU_FIELDS, f"{where}: device_used.gpus[{i}]")
 
 
 def _check_fields(obj, fields, where):
@@ -269,6 +309,7 @@ def validate_run(obj: dict, where: str = RUN_FILE) -> dict:
     _check_fields(obj["results"], RUN_RESULTS_FIELDS, f"{where}: results")
     _check_collective(obj, where)
     _check_throughput(obj, where)
+    _check_inference(obj, where)
     _check_fields(obj["monitor"], {k: t for k, t in RUN_MONITOR_CONTENTION_FIELDS.items() if k in obj["monitor"]},
                   f"{where}: monitor")
     _check_fields(obj["dataset"], {k: t for k, t in RUN_DATASET_FIELDS.items() if k in obj["dataset"]},
@@ -278,8 +319,8 @@ def validate_run(obj: dict, where: str = RUN_FILE) -> dict:
         problem = generated.recipe_problem(obj["dataset"]["generated"])
         if problem:
             raise SchemaError(f"{where}: dataset: {problem}")
-    if "gpu" in obj["device_used"]:
-        _check_fields(obj["device_used"]["gpu"], RUN_GPU_FIELDS, f"{where}: device_used.gpu")
+    _check_device_gpus(obj, where)
+    _check_libraries(obj["environment"], where)
     if obj["config"]["runner"] in ("docker",) + WRAPPERS:
         # A container run names the exact image it ran in.
         image = obj["environment"].get("image_digest")
@@ -307,8 +348,9 @@ def _check_iteration_timing(obj, where):
     if not any(name in timing for name in RUN_ITERATION_TIMING_FIELDS):
         return
     _check_fields(timing, RUN_ITERATION_TIMING_FIELDS, f"{where}: timing")
-    if timing["protocol"] != ITERATIONS:
-        raise SchemaError(f"{where}: timing.protocol {timing['protocol']!r} is not {ITERATIONS!r} "
+    if timing["protocol"] not in TIMED_BATCHES:
+        allowed = " or ".join(repr(p) for p in TIMED_BATCHES)
+        raise SchemaError(f"{where}: timing.protocol {timing['protocol']!r} is not {allowed} "
                           "(the epoch protocol writes no protocol field)")
     if timing["warmup_iterations"] < 0 or timing["measured_iterations"] < 1:
         raise SchemaError(f"{where}: timing needs warmup_iterations >= 0 and measured_iterations >= 1")
@@ -365,6 +407,29 @@ def _check_throughput(obj, where):
         raise SchemaError(f"{where}: results.images_per_ms {results['images_per_ms']} must be positive (or null)")
 
 
+def _check_inference(obj, where):
+    """results' inference figures (RUN_INFERENCE_FIELDS): all or none, only on inference-protocol runs, required
+    by an ok one, positive and consistent (s_per_1000_images = 1000 / images_per_s)."""
+    results = obj["results"]
+    present = [name for name in RUN_INFERENCE_FIELDS if name in results]
+    inference = obj["timing"].get("protocol") == INFERENCE
+    if not present:
+        if inference and obj["status"] == "ok":
+            raise SchemaError(f"{where}: an ok inference run needs results.{', '.join(RUN_INFERENCE_FIELDS)}")
+        return
+    if not inference:
+        raise SchemaError(f"{where}: results.{present[0]} is only for inference-protocol runs")
+    _check_fields(results, RUN_INFERENCE_FIELDS, f"{where}: results")
+    rate, per_1000 = results["images_per_s"], results["s_per_1000_images"]
+    if results["batch_size"] < 1 or (rate is None) != (per_1000 is None) or (rate is not None and rate <= 0):
+        raise SchemaError(f"{where}: results needs batch_size >= 1 and images_per_s, s_per_1000_images both "
+                          "positive (or both null)")
+    if rate is not None and not math.isclose(rate * per_1000, 1000.0, rel_tol=1e-9):
+        raise SchemaError(f"{where}: results.s_per_1000_images {per_1000} is not 1000 / images_per_s {rate}")
+    if obj["status"] == "ok" and rate is None:
+        raise SchemaError(f"{where}: an ok inference run needs results.images_per_s and s_per_1000_images")
+
+
 def _check_raw_files(raw_files, where):
     """dataset.raw_files, when present: {file name: {"sha256", "verified"}}."""
     if raw_files is None:
@@ -373,6 +438,25 @@ def _check_raw_files(raw_files, where):
         raise SchemaError(f"{where}: expected an object, got {type(raw_files).__name__}")
     for name, entry in sorted(raw_files.items()):
         _check_fields(entry, RUN_RAW_FILE_FIELDS, f"{where}.{name}")
+
+
+def _check_libraries(environment, where):
+    """environment.libraries and environment.library_settings, when present."""
+    libraries = environment.get("libraries")
+    if libraries is not None:
+        if not isinstance(libraries, list):
+            raise SchemaError(f"{where}: environment.libraries must be a list of loaded libraries")
+        for i, entry in enumerate(libraries):
+            at = f"{where}: environment.libraries[{i}]"
+            _check_fields(entry, RUN_LIBRARY_FIELDS, at)
+            if entry["kind"] not in blas.KINDS:
+                raise SchemaError(f"{at}: kind {entry['kind']!r} is not one of {blas.KINDS}")
+            if not entry["filepath"].startswith("/"):
+                raise SchemaError(f"{at}: filepath {entry['filepath']!r} is not the absolute path of the loaded file")
+    settings = environment.get("library_settings")
+    if settings is not None and (not isinstance(settings, dict) or not all(
+            isinstance(k, str) and isinstance(v, OPT_STR) for k, v in settings.items())):
+        raise SchemaError(f"{where}: environment.library_settings must be {{variable: value or null}}")
 
 
 def _upgrade(obj):
@@ -527,6 +611,16 @@ def summarize_iterations(rows: list) -> dict:
         "training_time_s": sum(measured),
         "iteration_time_s": iteration_stats(measured),
     }
+
+
+def summarize_inference(stats: Optional[dict], batch_size: int) -> dict:
+    """run.json's results of the inference protocol from the measured batches' statistics (iteration_stats,
+    None when none was measured) and the batch size: images_per_s = batch_size / mean seconds per batch and
+    s_per_1000_images = 1000 / images_per_s (null without a measured batch)."""
+    if not stats or stats["mean"] <= 0:
+        return {"batch_size": batch_size, "images_per_s": None, "s_per_1000_images": None}
+    rate = batch_size / stats["mean"]
+    return {"batch_size": batch_size, "images_per_s": rate, "s_per_1000_images": 1000.0 / rate}
 
 
 def validate_iterations(rows: list, where: str = ITERATIONS_FILE) -> list:

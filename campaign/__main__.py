@@ -104,7 +104,8 @@ def _slots(device: str, gpus: str, parallel: int) -> list:
     slots = gpu_slots(probe().devices, gpus)
     if not slots:
         raise UsageError("NVML lists no GPU to run on", "check nvidia-smi, or run the cpu-* target")
-    print(f"GPUs: {', '.join(s.label() for s in slots)} (one run per GPU at a time; GPUS=... to choose)",
+    print(f"GPUs: {', '.join(s.label() for s in slots)} (one run per GPU at a time, a data-parallel run one GPU "
+          "per rank; GPUS=... to choose)",
           flush=True)
     return slots
 
@@ -152,8 +153,9 @@ def cmd_run(argv: list[str]) -> int:
         return _on_kubernetes(a, runs, runner.name, campaign_dir, timeout)
     counts = execute.execute(runs, runner, campaign_dir, timeout, a.retry_failed, slots)
     elsewhere = f", {counts['elsewhere']} running elsewhere" if counts["elsewhere"] else ""
+    unfit = f", {counts['unfit']} left out (more GPUs than GPUS gives)" if counts["unfit"] else ""
     print(f"campaign '{name}': {counts['ok']} ok, {counts['failed']} failed, {counts['skipped']} done "
-          f"earlier{elsewhere}; results in {campaign_dir}", flush=True)
+          f"earlier{elsewhere}{unfit}; results in {campaign_dir}", flush=True)
     return 0
 
 
@@ -168,7 +170,7 @@ def _on_slurm(a: argparse.Namespace, runs: list, runner: str, campaign_dir: Path
         runner=runner, timeout_s=timeout, partition=a.slurm_partition, account=a.slurm_account,
         concurrency=_parallel(a.parallel) if device == "cpu" else 0,
         exclusive=_yes(a.slurm_exclusive, "SLURM_EXCLUSIVE"),
-        gpus_per_task=1 if device == "gpu" else 0, cpus_per_task=threads if device == "cpu" else None,
+        cpus_per_task=threads if device == "cpu" else None,
         extra=tuple(shlex.split(a.slurm_opts)))
     counts = slurm.run_campaign(runs, campaign_dir, settings, _yes(a.wait, "WAIT"), a.retry_failed)
     print(f"campaign '{name}': {counts['ok']} ok, {counts['failed']} failed, {counts['skipped']} done earlier, "

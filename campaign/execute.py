@@ -13,8 +13,11 @@ never run the same run id at once: a run claimed by a live holder elsewhere is l
 Runs go one at a time by default (the studies' protocol on CPU). Given several slots (a GPU
 campaign: one GpuSlot per GPU; a CPU campaign asked for --parallel N: N empty slots), up to one run
 per slot is in flight at once, each on its own thread (runners block in a subprocess or a container
-wait), each given its slot's GPU. Stopped with Ctrl-C, the runs in flight are killed (the runner's
-abort()) and left as .partial folders, to be run again when the campaign resumes.
+wait), each given its slot's GPU. A GPU run over k ranks (PlannedRun.gpus) takes k slots at once: only
+the campaign's thread takes slots and the runs' threads only give them back, so it waits for k to be
+free and cannot deadlock; a run needing more GPUs than the campaign has is left out, said in one line.
+Stopped with Ctrl-C, the runs in flight are killed (the runner's abort()) and left as .partial folders,
+to be run again when the campaign resumes.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from bench import atomic, failures, request, schema
 from bench.errors import UsageError
 from campaign import claims
 from campaign.plan import PlannedRun
-from campaign.runners import GpuSlot, Outcome, Runner
+from campaign.runners import GpuSlot, Outcome, Runner, gpus_label
 
 DEFAULT_TIMEOUT_S = 24 * 3600  # the study's limit per run
 # Failures that say nothing about the run itself (the scheduler took it away): redone on resume.
@@ -59,9 +62,9 @@ def failure_of(outcome: Outcome, log_tail: str) -> dict:
 
 
 def execute_one(run: PlannedRun, runner: Runner, campaign_dir: Path, timeout_s: float | None,
-                gpu: GpuSlot | None = None, stopped: threading.Event | None = None,
+                gpus: tuple[GpuSlot, ...] = (), stopped: threading.Event | None = None,
                 cancelled: Cancellation | None = None, sidecar: dict | None = None) -> dict | None:
-    """Launch a run into its .partial folder (given `gpu`), make sure it has a valid run.json, then
+    """Launch a run into its .partial folder (given `gpus`), make sure it has a valid run.json, then
     publish it. None, and nothing published, when `stopped` was set meanwhile (the campaign was
     stopped and the run killed: not a result). A run `cancelled` meanwhile is published as failed
     with the cancellation's cause. `sidecar` ({file name: JSON object}) is written into the run
@@ -74,9 +77,9 @@ def execute_one(run: PlannedRun, runner: Runner, campaign_dir: Path, timeout_s: 
         shutil.rmtree(partial)  # left by an interrupted attempt: never counted as done
     partial.mkdir(parents=True)
     request.write(partial, run.request)
-    # The GPU is a launch argument only, never part of the request (a run is the same on any GPU).
-    outcome = (runner.launch(run.request, partial, timeout_s) if gpu is None
-               else runner.launch(run.request, partial, timeout_s, gpu=gpu))
+    # The GPUs are a launch argument only, never part of the request (a run is the same on any GPU).
+    outcome = (runner.launch(run.request, partial, timeout_s, gpus=gpus) if gpus
+               else runner.launch(run.request, partial, timeout_s))
     if stopped is not None and stopped.is_set():
         return None
     try:
@@ -87,8 +90,11 @@ def execute_one(run: PlannedRun, runner: Runner, campaign_dir: Path, timeout_s: 
         record = None
     if record is None or (cancelled is not None and cancelled.event.is_set()):
         record = schema.run_record(run.request)
-        if gpu is not None:
-            record["device_used"]["gpu"] = {"index": gpu.index, "uuid": gpu.uuid, "name": gpu.name}
+        given = [{"index": g.index, "uuid": g.uuid, "name": g.name} for g in gpus]
+        if given:
+            record["device_used"]["gpu"] = given[0]
+        if len(given) > 1:
+            record["device_used"]["gpus"] = given
         failure = (cancelled.failure if cancelled is not None and cancelled.event.is_set()
                    else failure_of(outcome, failures.log_tail(partial)))
         schema.write_run(partial, schema.finish(record, failure))
@@ -142,7 +148,7 @@ class _Campaign:
 
     def __init__(self, runner: Runner, campaign_dir: Path, timeout_s: float | None, slots: list) -> None:
         self.runner, self.campaign_dir, self.timeout_s = runner, campaign_dir, timeout_s
-        self.counts = {"ok": 0, "failed": 0, "skipped": 0, "elsewhere": 0}
+        self.counts = {"ok": 0, "failed": 0, "skipped": 0, "elsewhere": 0, "unfit": 0}
         self.free: queue.Queue = queue.Queue()
         self.slots = len(slots)
         for slot in slots:
@@ -152,13 +158,14 @@ class _Campaign:
         self.stopped = threading.Event()
         self._counts_lock = threading.Lock()
 
-    def run(self, head: str, run: PlannedRun, slot: GpuSlot | None, claim: claims.Claim) -> None:
-        """Run one (its claim held), saying where it runs and how it ended; release the claim."""
-        where = f" on {slot.label()}" if slot is not None else ""
+    def run(self, head: str, run: PlannedRun, gpus: tuple[GpuSlot, ...], claim: claims.Claim) -> None:
+        """Run one (its claim held) on `gpus` (none: a CPU run), saying where it runs and how it ended;
+        release the claim."""
+        where = f" on {gpus_label(gpus)}" if gpus else ""
         say(f"{head}: running{where}")
         t0 = time.monotonic()
         try:
-            record = execute_one(run, self.runner, self.campaign_dir, self.timeout_s, slot, self.stopped)
+            record = execute_one(run, self.runner, self.campaign_dir, self.timeout_s, gpus, self.stopped)
         finally:
             claim.release()
         if record is None:
@@ -168,14 +175,16 @@ class _Campaign:
             self.counts[record["status"]] += 1
         say(f"{head}: {describe(record)} [{time.monotonic() - t0:.0f} s]{where}")
 
-    def start(self, head: str, run: PlannedRun, claim: claims.Claim) -> bool:
-        """Start the run (its claim held) on a thread once a slot is free (blocks until one is);
-        False, the claim released and nothing started, once a run in flight has raised."""
-        slot = self.free.get()
+    def start(self, head: str, run: PlannedRun, claim: claims.Claim, need: int = 1) -> bool:
+        """Start the run (its claim held) on a thread once `need` slots are free (blocks until they
+        are); False, the claim released and nothing started, once a run in flight has raised."""
+        taken = [self.free.get() for _ in range(need)]  # this thread alone takes: no two runs hold halves
         if self.errors:
-            self.free.put(slot)
+            for slot in taken:
+                self.free.put(slot)
             claim.release()
             return False
+        gpus = tuple(slot for slot in taken if slot is not None)
 
         def work() -> None:
             # Registered by the thread itself, before it can launch anything: abort() sets `stopped`
@@ -183,11 +192,12 @@ class _Campaign:
             with self._counts_lock:
                 self.threads.append(threading.current_thread())
             try:
-                self.run(head, run, slot, claim)
+                self.run(head, run, gpus, claim)
             except BaseException as exc:  # re-raised in the campaign's thread by wait()
                 self.errors.append(exc)
             finally:
-                self.free.put(slot)
+                for slot in taken:
+                    self.free.put(slot)
 
         thread = threading.Thread(target=work, name=f"run-{run.run_id}", daemon=True)
         thread.start()
@@ -262,25 +272,32 @@ def missing_runs(runs: list[PlannedRun], campaign_dir: Path, retry_failed: bool,
 def execute(runs: list[PlannedRun], runner: Runner, campaign_dir: Path, timeout_s: float | None,
             retry_failed: bool = False, slots: list[GpuSlot | None] | tuple = (None,)) -> dict[str, int]:
     """Run what is missing, skip what is done or claimed elsewhere; return counts of ok, failed,
-    skipped (done earlier) and elsewhere (in flight in another process) runs.
+    skipped (done earlier), elsewhere (in flight in another process) and unfit (needing more GPUs
+    than `slots` holds) runs.
 
-    Up to len(slots) runs are in flight at once, each given a slot of its own: a GpuSlot (a GPU
-    campaign: one run per GPU) or None (a CPU run). One slot (the default) runs them one at a time
-    in this thread, as the studies did."""
+    Up to len(slots) runs are in flight at once, each given slots of its own: GpuSlots (a GPU
+    campaign: one per rank of the run, PlannedRun.gpus) or one None (a CPU run). One slot (the
+    default) runs them one at a time in this thread, as the studies did."""
     slots = list(slots) or [None]
+    on_gpus = any(slot is not None for slot in slots)
     campaign_dir.mkdir(parents=True, exist_ok=True)
     campaign = _Campaign(runner, campaign_dir, timeout_s, slots)
     try:
         for i, run in enumerate(runs, 1):
             head = f"[{i}/{len(runs)}] {run.label} ({run.run_id})"
+            need = run.gpus if on_gpus else 1
+            if need > len(slots):
+                say(f"{head}: needs {need} GPUs, this campaign has {len(slots)} (GPUS=...); left out")
+                campaign.counts["unfit"] += 1
+                continue
             claim = claim_missing(run, campaign_dir, retry_failed, head)
             if claim == "done":
                 campaign.counts["skipped"] += 1
             elif claim == "elsewhere":
                 campaign.counts["elsewhere"] += 1
             elif len(slots) == 1:
-                campaign.run(head, run, slots[0], claim)
-            elif not campaign.start(head, run, claim):
+                campaign.run(head, run, tuple(s for s in slots if s is not None), claim)
+            elif not campaign.start(head, run, claim, need):
                 break
         campaign.wait()
     except BaseException:

@@ -17,7 +17,18 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from bench import atomic, collectives, dataparallel, frameworks, generated, modelplan, prepared, request
+from bench import (
+    atomic,
+    blas_backends,
+    collectives,
+    dataparallel,
+    frameworks,
+    generated,
+    inference,
+    modelplan,
+    prepared,
+    request,
+)
 from bench.errors import UsageError
 from campaign import requests, specs
 from campaign.runners import Runner
@@ -62,6 +73,21 @@ class PlannedRun:
     def run_id(self) -> str:
         """The run's content-derived id (its folder's name)."""
         return self.request["run_id"]
+
+    @property
+    def gpus(self) -> int:
+        """The GPUs the run needs at once: 0 on a CPU, else one per rank (gpus_of)."""
+        return gpus_of(self.request)
+
+
+def gpus_of(req: dict) -> int:
+    """The GPUs a run request needs at once: 0 for a CPU run; for a GPU run one per rank of its collective
+    (bench/collectives) or of its data-parallel training (the sweep's `ranks`), else one."""
+    if req["device"] != "gpu":
+        return 0
+    if collectives.is_collective(req["spec"]):
+        return int(req["spec"]["collective"]["ranks"])
+    return dataparallel.ranks(req)
 
 
 def parse_repeats(text: str) -> int:
@@ -132,26 +158,34 @@ def check_settings(campaign_dir: Path, wanted: dict) -> None:
                          f"resume it with {was}, or choose another CAMPAIGN name")
 
 
-def _serial_only(workload: str, matrix: Matrix) -> set[str]:
-    """The matrix's frameworks that cannot train over several ranks (bench/dataparallel.py) where its sweep asks
-    for more than one; each is said once in one line naming those that can. Their 1-rank runs go ahead."""
-    many = sorted({p["ranks"] for p in matrix.points if p.get("ranks", 1) > 1})
-    if not many:
-        return set()
-    refused = {fw: dataparallel.refusal(fw, matrix.era) for fw in matrix.frameworks}
-    refused = {fw: why for fw, why in refused.items() if why}
-    for fw, why in sorted(refused.items()):
-        print(f"skipping {workload} for {fw} at ranks {', '.join(map(str, many))}: {why}; data-parallel runs go "
-              f"with FRAMEWORKS={' '.join(dataparallel.FRAMEWORKS)} and ERA={dataparallel.ERAS[0]}", flush=True)
-    return set(refused)
-
-
-def gpus_per_run(spec: dict, point: dict) -> int:
-    """The GPUs one GPU run of a resolved spec at a sweep point needs: one per rank of its collective
-    (bench/collectives) or of its data-parallel training (the sweep's `ranks`), else one."""
+def refusal(framework: str, era: str, spec: dict, point: dict) -> str | None:
+    """Why `framework` of `era` cannot run the resolved spec at the sweep point, naming what can, or None:
+    a collective it has none of (bench/collectives), data-parallel ranks it cannot train over
+    (bench/dataparallel.py), forward passes it has no hook for (the inference protocol: bench/inference.py), or a
+    BLAS backend it cannot switch to (the blas axis: bench/blas_backends.py). Its other runs go ahead."""
+    if blas_backends.AXIS in point:
+        why = blas_backends.refusal(framework, era, point[blas_backends.AXIS])
+        if why:
+            return why
     if collectives.is_collective(spec):
-        return int(spec["collective"]["ranks"])
-    return int(point.get("ranks", 1))
+        why = collectives.refusal(framework, era)
+        return why and f"{why}; it runs with FRAMEWORKS={' '.join(collectives.FRAMEWORKS)}"
+    if point.get(dataparallel.AXIS, 1) > 1:
+        why = dataparallel.refusal(framework, era)
+        return why and (f"{why}; data-parallel runs go with FRAMEWORKS={' '.join(dataparallel.FRAMEWORKS)} "
+                        f"and ERA={dataparallel.ERAS[0]}")
+    if inference.is_inference(spec):
+        why = inference.refusal(framework, era)
+        return why and (f"{why}; inference runs go with FRAMEWORKS={' '.join(inference.FRAMEWORKS)} "
+                        f"and ERA={inference.ERAS[0]}")
+    return None
+
+
+def _say_refusals(workload: str, refused: dict[tuple[str, str], list[str]]) -> None:
+    """One line per framework and reason: the workload's sweep points it leaves out, and why."""
+    for (fw, why), points in sorted(refused.items()):
+        at = f" at {', '.join(point.strip() for point in points)}" if any(points) else ""
+        print(f"skipping {workload} for {fw}{at}: {why}", flush=True)
 
 
 def plan(matrix: Matrix, runner: Runner, campaign: str, campaign_dir: Path, data_root: Path,
@@ -176,24 +210,16 @@ def plan(matrix: Matrix, runner: Runner, campaign: str, campaign_dir: Path, data
             print(f"skipping {wl_name}: the {matrix.era}-era framework modules do not translate {', '.join(missing)} "
                   f"(run it with ERA=current)", flush=True)
             continue
-        refused = {fw: collectives.refusal(fw, matrix.era) for fw in matrix.frameworks
-                   if collective and collectives.refusal(fw, matrix.era)}
-        for fw, why in sorted(refused.items()):  # said once; the other frameworks' runs go ahead
-            print(f"skipping {wl_name} for {fw}: {why}; it runs with FRAMEWORKS={' '.join(collectives.FRAMEWORKS)}",
-                  flush=True)
         batch_size = matrix.experiment.batch_size_for(wl_name, matrix.profile) if matrix.experiment else None
-        serial = _serial_only(wl_name, matrix)
         split = matrix.experiment.split_batch if matrix.experiment else False
+        refused: dict[tuple[str, str], list[str]] = {}
         for point in matrix.points:
             spec = apply_point(workload_spec, point, measurement, batch_size, split)
             at = "".join(f" {axis} {value}" for axis, value in point.items())
-            gpus = gpus_per_run(spec, point) if matrix.device == "gpu" else 1
-            if gpus > 1:  # campaign/execute.py hands each run one GPU slot: say so rather than plan a sure failure
-                print(f"skipping {wl_name} on GPU{at}: a run over {gpus} GPUs is not supported yet (a campaign "
-                      f"gives each run one GPU); its CPU runs show the same ranks over Gloo", flush=True)
-                continue
             for fw in matrix.frameworks:
-                if fw in refused or (fw in serial and point.get("ranks", 1) > 1):
+                why = refusal(fw, matrix.era, spec, point)
+                if why:
+                    refused.setdefault((fw, why), []).append(at)
                     continue
                 for repeat in range(1, matrix.repeats + 1):
                     req = requests.resolve(
@@ -202,6 +228,7 @@ def plan(matrix: Matrix, runner: Runner, campaign: str, campaign_dir: Path, data
                         seed=matrix.seed + repeat - 1, repeat=repeat, campaign=campaign, runner=runner.name,
                         environment=environments[fw], sweep=point)
                     runs.append(PlannedRun(req, f"{fw} {wl_name} {matrix.device}{at} repeat {repeat}"))
+        _say_refusals(wl_name, refused)
     if not (campaign_dir / SETTINGS_FILE).exists():
         atomic.write_text(campaign_dir / SETTINGS_FILE, json.dumps(settings, sort_keys=True) + "\n")
     return runs

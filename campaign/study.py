@@ -8,7 +8,8 @@ analysis/studies; `reference`: its published tables in analysis/reference) and o
     workloads = [...]                      # workload specs, campaign/workloads/<name>.toml
     cpu = "<target>"                       # GPU experiments (required): the CPU experiment offered instead
     measurement = { protocol = "iterations", warmup = 100, iterations = 1000 }   # optional
-    sweep = { threads = "doubling" | [1, 2, 4], batch_size = [50, 500], ranks = [1, 2] }   # optional
+    sweep = { threads = "doubling" | [1, 2, 4], batch_size = [50, 500], ranks = [1, 2],   # optional
+              learning_rate = [1e-4, 1e-3], blas = ["onednn", "eigen"] }
     batch_sizes = { "<workload>" = 128 }   # optional: the experiment's batch size for some of its workloads
     split_batch = true                     # optional, with a ranks sweep: the batch size is the step's, split
                                            # between the ranks (Shi et al.'s Table 8), not each rank's (Shams et al.)
@@ -19,8 +20,11 @@ With no `measurement`, runs follow the epoch protocol of their workload spec; a 
 into each run's resolved spec (bench.measurement.check validates it). A sweep runs every
 workload x framework x repeat once per point of the axes' product; each point enters the run request
 (request["sweep"]) and so its run id, and the report groups by it. `threads = "doubling"` is 1, 2, 4, ...
-up to and past the machine's physical cores (doubling_threads). `ranks` is the number of data-parallel
-workers a run trains over (bench/dataparallel.py: one GPU each, or processes sharing the CPU's cores), each at
+up to and past the machine's physical cores (doubling_threads). `learning_rate` sets the optimizer's lr
+(training.optimizer.lr: positive numbers, the one real-valued axis). `blas` names the BLAS backend a run asks its
+framework for (bench/blas_backends.py: words; campaign.plan skips a framework that cannot switch to it).
+`ranks` is the number of data-parallel workers a run trains over (bench/dataparallel.py: one GPU each, or
+processes sharing the CPU's cores), each at
 the workload's batch size; it needs the iteration protocol, and campaign.plan skips ranks > 1 for frameworks
 without data-parallel training. `batch_sizes` sets the batch size of some of
 the experiment's workloads where its study ran them at another than the workload spec's (a study's GPU
@@ -39,6 +43,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from bench import blas_backends
 from bench import measurement as measure
 from bench.errors import UsageError
 from bench.threads import physical_cores as host_physical_cores
@@ -47,13 +52,19 @@ from campaign import specs
 STUDIES_DIR = Path(__file__).parent / "studies"
 DEVICES = ("cpu", "gpu")
 DOUBLING = "doubling"
-# Sweep axes and where a point's value goes: the run's thread count, or a key of the resolved spec; ranks (the
-# data-parallel workers: bench/dataparallel.py) only in the request's sweep, as every axis.
+# Sweep axes and where a point's value goes: the run's thread count, or the key path of the resolved spec it sets;
+# ranks (the data-parallel workers: bench/dataparallel.py) only in the request's sweep, as every axis.
 SWEEP_AXES: dict[str, tuple[str, ...]] = {
     "threads": (),
     "batch_size": ("training", "batch_size"),
     "ranks": (),
+    "learning_rate": ("training", "optimizer", "lr"),  # Wu et al.'s learning-rate sweep
+    "blas": (),  # the BLAS backend a run asks for (bench/blas_backends.py: applied in the run, before the framework)
 }
+# Axes whose points are positive numbers, not whole numbers (the rest are counts).
+REAL_AXES = ("learning_rate",)
+# Axes whose points are words, each one of these.
+WORD_AXES: dict[str, tuple[str, ...]] = {blas_backends.AXIS: tuple(blas_backends.values())}
 _STUDY_KEYS = {"title", "claims", "reference"}
 _EXPERIMENT_KEYS = {"device", "workloads", "cpu", "measurement", "sweep", "profiles", "batch_sizes", "split_batch"}
 
@@ -174,11 +185,16 @@ def _experiment(target: str, study: str, table: dict, where: str) -> Experiment:
     for axis, values in sweep.items():
         if axis not in SWEEP_AXES:
             raise UsageError(f"{where} sweeps unknown axis '{axis}'", f"sweep only {', '.join(SWEEP_AXES)}")
+        if axis in WORD_AXES:
+            _check_words(axis, values, where)
+            continue
+        kinds = (int, float) if axis in REAL_AXES else (int,)
         good = values == DOUBLING if axis == "threads" and isinstance(values, str) else (
-            isinstance(values, list) and values and all(type(v) is int and v > 0 for v in values))
+            isinstance(values, list) and values and all(type(v) in kinds and v > 0 for v in values))
         if not good:
             also = ' or "doubling"' if axis == "threads" else ""
-            raise UsageError(f"{where} sweeps {axis} over {values!r}", f"give a list of positive whole numbers{also}")
+            what = "positive numbers" if axis in REAL_AXES else "positive whole numbers"
+            raise UsageError(f"{where} sweeps {axis} over {values!r}", f"give a list of {what}{also}")
     if "ranks" in sweep and (measurement or {}).get("protocol") != measure.ITERATIONS:
         raise UsageError(f"{where} sweeps ranks without the iteration protocol (data-parallel runs time mini-batches)",
                          "add measurement = { protocol = \"iterations\", warmup = W, iterations = N }")
@@ -193,6 +209,15 @@ def _experiment(target: str, study: str, table: dict, where: str) -> Experiment:
                          "write split_batch = true only beside sweep = { ranks = [...] }, or leave it out")
     return Experiment(target, study, table["device"], tuple(workloads), measurement, dict(sweep), by_profile, cpu,
                       batch_sizes, split)
+
+
+def _check_words(axis: str, values: Any, where: str) -> None:
+    """A word axis's points: a list of distinct words, each one it knows."""
+    known = WORD_AXES[axis]
+    if not (isinstance(values, list) and values and all(v in known for v in values)
+            and len(set(values)) == len(values)):
+        raise UsageError(f"{where} sweeps {axis} over {values!r}", f"give a list of distinct words from: "
+                         f"{', '.join(known)}")
 
 
 def _batch_sizes(table: Any, workloads: list[str], sweep: dict, where: str) -> dict[str, int]:
@@ -253,6 +278,13 @@ def doubling_threads(physical_cores: int | None = None) -> list[int]:
     return counts
 
 
+def _set_path(table: dict[str, Any], path: tuple[str, ...], value: Any) -> dict[str, Any]:
+    """A copy of `table` with the value at `path` (e.g. training, optimizer, lr) replaced, each table on the way
+    copied, so the spec it came from is left alone."""
+    head, *rest = path
+    return {**table, head: _set_path(dict(table.get(head) or {}), tuple(rest), value) if rest else value}
+
+
 def apply_point(spec: dict[str, Any], point: dict[str, Any], measurement: dict[str, Any] | None,
                 batch_size: int | None = None, split_batch: bool = False) -> dict[str, Any]:
     """A workload's resolved spec with an experiment's measurement table, its batch size for the workload
@@ -267,8 +299,7 @@ def apply_point(spec: dict[str, Any], point: dict[str, Any], measurement: dict[s
         out["measurement"] = dict(measurement)
     for axis, value in point.items():
         if SWEEP_AXES[axis]:
-            section, key = SWEEP_AXES[axis]
-            out[section] = {**out.get(section, {}), key: value}
+            out = _set_path(out, SWEEP_AXES[axis], value)
     ranks = point.get("ranks", 1)
     if split_batch and ranks > 1:
         batch = out["training"]["batch_size"]

@@ -30,20 +30,21 @@ def slurm_task_id() -> str:
     return f"{job}_{task}" if job and task else os.environ.get("SLURM_JOB_ID", "")
 
 
-def slurm_gpu(devices: list[dict] | None = None) -> GpuSlot | None:
-    """The GPU Slurm allocated to this task (SLURM_JOB_GPUS holds its index on the node, which with
-    gres AutoDetect=nvml is NVML's), named by NVML (`devices`: bench.gpu.probe().devices, probed when
-    not given); None when the task has no GPU."""
-    wanted = os.environ.get("SLURM_STEP_GPUS") or os.environ.get("SLURM_JOB_GPUS") or ""
-    first = wanted.split(",")[0].strip()
-    if not first.isdigit():
-        return None
+def slurm_gpus(devices: list[dict] | None = None) -> tuple[GpuSlot, ...]:
+    """The GPUs Slurm allocated to this task (SLURM_JOB_GPUS holds their indices on the node, which with
+    gres AutoDetect=nvml are NVML's), named by NVML (`devices`: bench.gpu.probe().devices, probed when
+    not given); none when the task has no GPU."""
+    given = os.environ.get("SLURM_STEP_GPUS") or os.environ.get("SLURM_JOB_GPUS") or ""
+    wanted = [i.strip() for i in given.split(",")]
+    if not all(i.isdigit() for i in wanted):
+        return ()
     if devices is None:
         from bench.gpu import probe
 
         devices = probe().devices
-    # An index NVML does not list still names the GPU Slurm gave: a slot without uuid and name.
-    return runners.slots_by_index(devices).get(int(first), GpuSlot(int(first)))
+    # An index NVML does not list still names a GPU Slurm gave: a slot without uuid and name.
+    named = runners.slots_by_index(devices)
+    return tuple(named.get(int(i), GpuSlot(int(i))) for i in wanted)
 
 
 def run_task(batch_dir: Path, index: int) -> int:
@@ -58,9 +59,8 @@ def run_task(batch_dir: Path, index: int) -> int:
     if isinstance(claim, str):
         return 0
     try:
-        gpu = slurm_gpu() if run.request["device"] == "gpu" else None
-        runner = runners.get(settings["runner"], run.request["device"], run.request["era"],
-                             (gpu,) if gpu is not None else ())
+        gpus = slurm_gpus() if run.request["device"] == "gpu" else ()
+        runner = runners.get(settings["runner"], run.request["device"], run.request["era"], gpus)
         environment = runner.prepare(run.request["framework"])
         planned = run.request["environment"]["env_id"]
         if environment.env_id != planned:
@@ -80,8 +80,9 @@ def run_task(batch_dir: Path, index: int) -> int:
             signal.signal(sig, stop)
         sidecar = {"executor": batch.executor, "executor_id": executor_id, "batch": batch.name, "task_index": index,
                    "node": socket.gethostname(), "runner": settings["runner"]}
-        print(f"{head}: running on {socket.gethostname()}" + (f" ({gpu.label()})" if gpu else ""), flush=True)
-        record = execute.execute_one(run, runner, batch.campaign_dir, settings.get("timeout_s"), gpu,
+        print(f"{head}: running on {socket.gethostname()}" + (f" ({runners.gpus_label(gpus)})" if gpus else ""),
+              flush=True)
+        record = execute.execute_one(run, runner, batch.campaign_dir, settings.get("timeout_s"), gpus,
                                      cancelled=cancelled, sidecar={EXECUTOR_FILE: sidecar})
         print(f"{head}: {execute.describe(record)}", flush=True)
     finally:

@@ -10,6 +10,7 @@ builder has the same signature and SECTIONS alone decides the order.
     scoreboard      measured vs published accuracy and time per cell: the figure and table opening the report
     comparison      comparison with the published numbers, resource use
     shi             Shi et al.'s seconds per mini-batch (Tables 7, 8) beside the kit's, per thread count and GPU
+    wu              Wu et al.'s tables (baseline, batch size, learning rate, threads, BLAS) beside the kit's runs
     allreduce       all-reduce seconds and bus bandwidth per size of collective runs (Shams et al.)
     scaling         data-parallel images per ms, speedup and efficiency per rank count of ranks sweeps (Shams et al.)
     eras            paper era vs current era: the same workloads side by side

@@ -113,27 +113,56 @@ def _gpu_name(ctx: ReportContext, rows: list[dict[str, Any]]) -> str:
     return " / ".join(sorted(names))
 
 
+def _gpus_of(series: shi.MeasuredSeries) -> int:
+    """The GPUs a GPU series ran on: its data-parallel ranks (the sweep's `ranks`, one GPU each), else 1."""
+    for part in str(series.context.get("sweep") or "").split(", "):
+        if part.startswith("ranks="):
+            return int(part.split("=", 1)[1])
+    return 1
+
+
+def _by_gpus(series: list[shi.MeasuredSeries]) -> dict[int, list[dict[str, Any]]]:
+    """One framework's GPU runs of one network by GPU count (shi-gpu's and shi-multigpu's 1-GPU runs together)."""
+    found: dict[int, list[dict[str, Any]]] = {}
+    for s in series:
+        found.setdefault(_gpus_of(s), []).extend(s.rows)
+    return dict(sorted(found.items()))
+
+
+def _mean_s(rows: list[dict[str, Any]]) -> float:
+    return sum(float(r[sweeps.SECONDS_PER_MINIBATCH]) for r in rows) / len(rows)
+
+
+def _ratio(value: float | None, base: float | None) -> float | None:
+    return value / base if value is not None and base else None
+
+
 def _gpu_blocks(ctx: ReportContext, all_series: list[shi.MeasuredSeries]) -> list[Block]:
     gpu = [s for s in all_series if s.device == "gpu"]
     blocks: list[Block] = [Heading(3, "GPU: seconds per mini-batch")]
     if not gpu:
         return blocks + [Para("Not measured: this campaign holds no GPU run of Shi's networks with the iterations "
-                              "protocol (`make shi-gpu`). Table 7's GPU rows and Table 8 (1, 2 and 4 GPUs) stay "
-                              "in analysis/reference/shi2016_table7.csv and shi2016_table8.csv.")]
+                              "protocol (`make shi-gpu`, `make shi-multigpu`). Table 7's GPU rows and Table 8 (1, 2 "
+                              "and 4 GPUs) stay in analysis/reference/shi2016_table7.csv and shi2016_table8.csv.")]
     gpus = shi.gpu_hardware()
     machines = shi.machines()
     counts = sorted({p.gpus for p in shi.table8() if p.gpus is not None})
+    measured_counts = sorted({_gpus_of(s) for s in gpu})
     blocks.append(Para("Table 7: one GPU of each kind; Table 8: 1, 2 and 4 GPUs, data-parallel synchronous SGD "
-                       "(its mini-batch can differ from Table 7's: given per network). The kit runs one GPU per "
-                       "run, so only Table 8's 1-GPU column, where its mini-batch is the kit's, is the same "
-                       "experiment."))
+                       "(its mini-batch can differ from Table 7's: given per network, and split between the GPUs). "
+                       "The kit's runs over several GPUs are `make shi-multigpu`'s (Table 8's mini-batch split "
+                       "between data-parallel ranks, one GPU each). In brackets: the time divided by the same "
+                       "tool's 1-GPU time in the same table, which is what transfers across hardware."))
     for network, workload in shi.networks().items():
-        mine = {s.framework: s for s in gpu if s.workload == workload}
+        mine: dict[str, list[shi.MeasuredSeries]] = {}
+        for s in gpu:
+            if s.workload == workload:
+                mine.setdefault(s.framework, []).append(s)
         if not mine:
             continue
         table8 = [p for p in shi.table8() if p.network == network]
         batch8 = table8[0].minibatch if table8 else None
-        contexts = sorted({_context_text(s.context) for s in mine.values()})
+        contexts = sorted({_context_text(s.context) for ss in mine.values() for s in ss})
         blocks.append(Para(f"{network} (the kit's `{workload}`; {'; '.join(contexts)}; the study's GPU mini-batch "
                            f"{shi.published_minibatch(network, gpu=True)}"
                            + (f", Table 8's {batch8}" if batch8 else ", not in Table 8") + ")."))
@@ -144,19 +173,22 @@ def _gpu_blocks(ctx: ReportContext, all_series: list[shi.MeasuredSeries]) -> lis
             t7 = {p.hardware: p.seconds for p in shi.table7()
                   if (p.network, p.tool) == (network, tool.tool) and p.threads is None}
             t8 = {p.gpus: p.seconds for p in table8 if p.tool == tool.tool}
-            s = mine.get(tool.framework or "")
+            by_gpus = _by_gpus(mine.get(tool.framework or "", []))
+            kit = {n: _mean_s(rs) for n, rs in by_gpus.items()}
             if tool.framework is None:
-                measured = f"{tool.tool}: {NOT_IN_KIT}"
-            elif s is None:
-                measured = "no runs in this campaign"
-            else:
-                measured = f"{_seconds(s.mean, with_ratio=False)} on {_gpu_name(ctx, s.rows)}"  # any thread count
+                measured = [f"{tool.tool}: {NOT_IN_KIT}"] + ["—"] * (len(measured_counts) - 1)
+            elif not by_gpus:
+                measured = ["no runs in this campaign"] + ["—"] * (len(measured_counts) - 1)
+            else:  # any thread count
+                measured = [_seconds(kit.get(n), _ratio(kit.get(n), kit.get(1)), n > 1) for n in measured_counts]
+                measured[0] += f" on {_gpu_name(ctx, [r for rs in by_gpus.values() for r in rs])}"
             rows.append([tool.tool, tool.framework or "—", *(_seconds(t7.get(hw), with_ratio=False) for hw in gpus),
-                         *(_seconds(t8.get(n), with_ratio=False) for n in counts), measured,
-                         ctx.run_links(s.rows) if s else "—"])
+                         *(_seconds(t8.get(n), _ratio(t8.get(n), t8.get(1)), n > 1) for n in counts), *measured,
+                         ctx.run_links([r for rs in by_gpus.values() for r in rs]) if by_gpus else "—"])
         blocks.append(Table(["Shi's tool", "kit framework",
                              *(f"{machines[hw].name if hw in machines else hw}: s" for hw in gpus),
-                             *(f"Table 8, {n} GPU{'s' if n > 1 else ''}: s" for n in counts), "kit: s", "runs"], rows))
+                             *(f"Table 8, {n} GPU{'s' if n > 1 else ''}: s" for n in counts),
+                             *(f"kit, {n} GPU{'s' if n > 1 else ''}: s" for n in measured_counts), "runs"], rows))
     missing = [n for n, w in shi.networks().items() if not any(s.workload == w for s in gpu)]
     if missing:
         blocks.append(Para(f"No GPU runs here of: {', '.join(missing)}."))

@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 from typing import Optional
 
-from bench import measurement, schema
+from bench import loopback, measurement, schema
 from bench.errors import UsageError
 
 FAMILY = schema.COLLECTIVE_FAMILY
@@ -43,6 +43,8 @@ KEYS = ("op", "dtype", "ranks", "sizes")
 # Frameworks with a module here, and the eras they are written for (today's torch.distributed API).
 FRAMEWORKS = ("pytorch",)
 ERAS = ("current",)
+SUPPORT = loopback.Support(FRAMEWORKS, ERAS, "has no collective module (bench/collectives)",
+                           "the collective modules are written")
 # Where a run's ranks leave their times before the run gathers them into collective.csv.
 SCRATCH = ".ranks"
 
@@ -79,19 +81,12 @@ def settings(spec: dict, where: str = "spec") -> dict:
 
 def refusal(framework: str, era: str) -> Optional[str]:
     """Why `framework` of `era` cannot run a collective workload (None when it can)."""
-    if framework not in FRAMEWORKS:
-        return f"{framework} has no collective module (bench/collectives)"
-    if era not in ERAS:
-        return f"the collective modules are written for the {' and '.join(ERAS)} era, not {era}"
-    return None
+    return SUPPORT.refusal(framework, era)
 
 
 def load(framework: str, era: str = "current"):
     """The collective module of a framework (a UsageError, one line, for a framework or era without one)."""
-    why = refusal(framework, era)
-    if why:
-        raise UsageError(f"{why}: it cannot run a workload of family {FAMILY!r}",
-                         f"run it with FRAMEWORKS={' '.join(FRAMEWORKS)} and ERA={ERAS[0]}")
+    SUPPORT.require(framework, era, f"it cannot run a workload of family {FAMILY!r}", "run it")
     return importlib.import_module(f"bench.collectives.{framework}")
 
 

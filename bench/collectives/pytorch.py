@@ -1,27 +1,24 @@
 """PyTorch's own all-reduce (torch.distributed): Gloo on CPUs, NCCL on GPUs (bench/collectives).
 
-The run starts `ranks` processes with torch.multiprocessing (spawn), which meet over TCP on the loopback
+The run starts `ranks` processes (bench.loopback.run_ranks: spawned), which meet over TCP on the loopback
 address (127.0.0.1, a port free when the run picked it) with the sockets of Gloo and NCCL pinned to the
-loopback interface, so a container without a network runs it (bench/loopback.py). For each size every rank fills its
+loopback interface, so a container without a network runs it. For each size every rank fills its
 buffer with rank + 1, waits at a barrier, then times one in-place all_reduce (SUM, float32) and, on a
 GPU, the device synchronize after it. After the last timed repetition of a size every rank checks its
 buffer holds the sum of the ranks' values, n (n + 1) / 2 (exact in float32 for any rank count that
-matters). Each rank writes its times to scratch/rank<r>.json; the run gathers them (rows of
+matters). Each rank's times land in scratch/rank<r>.json; the run gathers them (rows of
 bench.schema.COLLECTIVE_COLUMNS).
 
 CPython 3.6-clean apart from its own framework (the payload core's rules, bench/collectives).
 """
 
-import json
 import time
 from pathlib import Path
 
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 
-from bench import atomic
-from bench.loopback import HOST, TIMEOUT, free_port, pin_sockets
+from bench.loopback import HOST, TIMEOUT, free_port, run_ranks
 
 BACKENDS = {"cpu": "gloo", "gpu": "nccl"}
 
@@ -44,11 +41,8 @@ def all_reduce(settings: dict, device: str, scratch: Path) -> tuple:
         if have < ranks:
             raise RuntimeError(f"{ranks} NCCL ranks need {ranks} GPUs, one each; this run sees {have} "
                                "(give it more with GPUS=..., or lower [collective] ranks)")
-    scratch = Path(scratch)
-    scratch.mkdir(parents=True, exist_ok=True)
-    pin_sockets()  # inherited by the spawned ranks
-    mp.spawn(_rank, args=(ranks, free_port(), device, settings, str(scratch)), nprocs=ranks, join=True)
-    found = [json.loads((scratch / f"rank{r}.json").read_text()) for r in range(ranks)]
+    port = free_port()
+    found = run_ranks(_rank, [(ranks, port, device, settings)] * ranks, Path(scratch), settings["op"]).results
     rows = []
     for floats in settings["sizes"]:
         for phase, count in (("warmup", settings["warmup"]), ("measured", settings["repetitions"])):
@@ -58,8 +52,9 @@ def all_reduce(settings: dict, device: str, scratch: Path) -> tuple:
     return rows, max(f["setup_s"] for f in found)
 
 
-def _rank(rank: int, ranks: int, port: int, device: str, settings: dict, scratch: str) -> None:
-    """One rank: join the process group, time every size, check the sums, write scratch/rank<rank>.json."""
+def _rank(rank: int, ranks: int, port: int, device: str, settings: dict) -> dict:
+    """One rank: join the process group, time every size, check the sums; return {"setup_s", "times": {size:
+    {phase: seconds per repetition}}}."""
     t0 = time.perf_counter()
     gpu = device == "gpu"
     if gpu:
@@ -96,4 +91,4 @@ def _rank(rank: int, ranks: int, port: int, device: str, settings: dict, scratch
                 torch.cuda.empty_cache()
     finally:
         dist.destroy_process_group()
-    atomic.write_text(Path(scratch) / f"rank{rank}.json", json.dumps({"setup_s": setup_s, "times": times}))
+    return {"setup_s": setup_s, "times": times}

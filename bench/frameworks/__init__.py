@@ -55,6 +55,12 @@ class Trainer:
         """
         raise NotImplementedError
 
+    def infer(self):
+        """Optional (the inference protocol, bench/inference.py, needs it): one forward pass in the framework's
+        inference mode (no gradient, batchnorm's moving statistics, dropout off) on the next batch of the
+        training set, in step()'s order; its outputs as a NumPy array on the host (N, output values)."""
+        raise NotImplementedError
+
     def check_finite(self) -> None:
         """Optional: raise NonFiniteLoss if the model diverged in a way step()'s loss does not show
         (MXNet: oneDNN's ReLU maps NaN to 0). The iterations protocol calls it, when a trainer has

@@ -1,4 +1,4 @@
-"""The Kubernetes executor's manifests: one Indexed Job per framework of a batch, and a NetworkPolicy.
+"""The Kubernetes executor's manifests: one Indexed Job per framework (and GPU count) of a batch, and a NetworkPolicy.
 
 A batch (`<campaign_dir>/batches/<batch>/`: runs.txt, requests/<run_id>.json) becomes:
 
@@ -12,7 +12,7 @@ A batch (`<campaign_dir>/batches/<batch>/`: runs.txt, requests/<run_id>.json) be
   an emptyDir at /tmp (HOME: frameworks write caches there), no service account token. The data
   claim is mounted read-only at /data (its root is the host's data root), the results claim's
   campaign folder at /campaign (the claim's root is the host's results root, the parent of
-  campaign folders). A GPU run's pod asks for one `nvidia.com/gpu`.
+  campaign folders). A GPU run's pod asks for one `nvidia.com/gpu` per rank.
 
 The pod's script (POD_SCRIPT) takes line JOB_COMPLETION_INDEX of the Job's run list, skips a run
 already published or claimed by another holder, and takes its claim as campaign/claims.py does
@@ -215,7 +215,8 @@ def network_policy(campaign: str, batch: str, namespace: str) -> dict:
 
 
 def job(runs: list[PlannedRun], campaign_subpath: str, batch: str, settings: KubernetesSettings) -> dict:
-    """The Indexed Job that runs `runs` (one framework's, in this order), pod i running runs[i]."""
+    """The Indexed Job that runs `runs` (one framework's, each needing the same GPUs, in this order), pod i
+    running runs[i]."""
     request = runs[0].request
     campaign, framework = request["campaign"], request["framework"]
     lines = []
@@ -225,8 +226,12 @@ def job(runs: list[PlannedRun], campaign_subpath: str, batch: str, settings: Kub
         # Data generated in the run have no folder (path ""): the data root itself stands in, unread.
         data = run.request["data"]["path"] or settings.data_root
         lines.append(f"{run.run_id} {_under(data, settings.data_root, 'dataset', 'data root')}")
-    gpu = request["device"] == "gpu"
-    name = object_name(campaign, batch, framework)
+    gpus = runs[0].gpus
+    if any(run.gpus != gpus for run in runs):
+        raise UsageError(f"the {framework} runs of one Indexed Job need different GPU counts",
+                         "plan the batch again (manifests() makes one job per framework and GPU count)")
+    gpu = gpus > 0
+    name = object_name(campaign, batch, framework if gpus <= 1 else f"{framework}-{gpus}gpus")
     env = {"DLREPRO_RUNS": "\n".join(lines), "DLREPRO_CAMPAIGN_DIR": CAMPAIGN_MOUNT,
            "DLREPRO_BATCH": f"batches/{batch}", "DLREPRO_DATA_ROOT": DATA_MOUNT, "DLREPRO_JOB": name,
            "DLREPRO_HEARTBEAT_S": str(int(claims.HEARTBEAT_S)),
@@ -248,7 +253,7 @@ def job(runs: list[PlannedRun], campaign_subpath: str, batch: str, settings: Kub
                          {"name": "tmp", "mountPath": "/tmp"}],
     }
     if gpu:
-        container["resources"] = {"limits": {"nvidia.com/gpu": "1"}}
+        container["resources"] = {"limits": {"nvidia.com/gpu": str(gpus)}}  # one per rank of a data-parallel run
     pod = {
         "restartPolicy": "Never", "automountServiceAccountToken": False, "enableServiceLinks": False,
         "securityContext": {"runAsNonRoot": True, "runAsUser": IMAGE_UID, "runAsGroup": IMAGE_UID,
@@ -274,19 +279,19 @@ def job(runs: list[PlannedRun], campaign_subpath: str, batch: str, settings: Kub
 
 def manifests(runs: list[PlannedRun], batch_dir: Path, settings: KubernetesSettings) -> list[dict]:
     """The batch's objects in the order to apply them: its NetworkPolicy first (no pod starts
-    unfenced), then one Indexed Job per framework. `batch_dir` is `<campaign_dir>/batches/<batch>`."""
+    unfenced), then one Indexed Job per framework and GPU count. `batch_dir` is `<campaign_dir>/batches/<batch>`."""
     batch_dir = Path(batch_dir)
     if not runs:
         raise UsageError("the batch has no runs", "nothing to submit: every run is done already")
     if batch_dir.parent.name != "batches" or not _SHELL_SAFE.fullmatch(batch_dir.name):
         raise UsageError(f"{batch_dir} is not a batch folder", "pass <campaign_dir>/batches/<batch name>")
     campaign_subpath = _under(batch_dir.parent.parent, settings.results_root, "campaign folder", "results root")
-    by_framework: dict[str, list[PlannedRun]] = {}
-    for run in runs:
-        by_framework.setdefault(run.request["framework"], []).append(run)
+    groups: dict[tuple[str, int], list[PlannedRun]] = {}
+    for run in runs:  # a pod's GPU limit holds for every index of its job: one job per GPU count too
+        groups.setdefault((run.request["framework"], run.gpus), []).append(run)
     campaign = runs[0].request["campaign"]
     return [network_policy(campaign, batch_dir.name, settings.namespace)] + [
-        job(group, campaign_subpath, batch_dir.name, settings) for _, group in sorted(by_framework.items())]
+        job(group, campaign_subpath, batch_dir.name, settings) for _, group in sorted(groups.items())]
 
 
 def _literal_dumper():

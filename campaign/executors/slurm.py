@@ -1,4 +1,5 @@
-"""The Slurm executor: a campaign's missing runs as one job array, one run per array task.
+"""The Slurm executor: a campaign's missing runs as a job array, one run per array task (one array per
+GPU count: a data-parallel GPU run over k ranks asks for k GPUs).
 
 The host plans the campaign as for a local one, then writes a batch (campaign/batch.py) and a
 readable sbatch script beside it (`<campaign>/batches/slurm-.../job.sbatch`), and submits it: task
@@ -19,7 +20,7 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from bench import atomic, schema
@@ -43,7 +44,7 @@ SETUP_MARGIN_S = 15 * 60
 @dataclass(frozen=True)
 class SlurmSettings:
     """How the job array is submitted (make variables SLURM_PARTITION, SLURM_ACCOUNT, SLURM_TIME,
-    SLURM_EXCLUSIVE, SLURM_OPTS; PARALLEL is the array's %K; GPU runs get --gres=gpu:1)."""
+    SLURM_EXCLUSIVE, SLURM_OPTS; PARALLEL is the array's %K; a GPU run gets --gres=gpu:k, one per rank)."""
 
     runner: str
     timeout_s: float
@@ -237,9 +238,18 @@ def _progress(job: str, runs: list[PlannedRun], campaign_dir: Path) -> None:
         time.sleep(POLL_S)
 
 
+def by_gpus(runs: list[PlannedRun]) -> dict[int, list[PlannedRun]]:
+    """The runs grouped by the GPUs each needs at once (PlannedRun.gpus; 0 on a CPU), in order."""
+    groups: dict[int, list[PlannedRun]] = {}
+    for run in runs:
+        groups.setdefault(run.gpus, []).append(run)
+    return dict(sorted(groups.items()))
+
+
 def run_campaign(runs: list[PlannedRun], campaign_dir: Path, settings: SlurmSettings, wait: bool,
                  retry_failed: bool = False) -> dict[str, int]:
-    """Collect, submit what is missing as one job array, and (wait) follow it to the end.
+    """Collect, submit what is missing as job arrays (one per GPU count: settings.gpus_per_task is
+    set per array), and (wait) follow them to the end.
     Counts: ok, failed, skipped (done earlier), queued (still in Slurm when returning)."""
     check_commands()
     campaign_dir.mkdir(parents=True, exist_ok=True)
@@ -249,13 +259,16 @@ def run_campaign(runs: list[PlannedRun], campaign_dir: Path, settings: SlurmSett
     missing = execute.missing_runs(runs, campaign_dir, retry_failed, waiting)
     jobs = sorted({job for b in batches.all_batches(campaign_dir, "slurm") if (job := job_id_of(b))
                    and set(b.run_ids) & waiting})
-    if missing:
-        b = batches.write(campaign_dir, "slurm", missing, asdict(settings))
-        job = submit(b, settings)
+    for gpus, group in by_gpus(missing).items():  # one array per GPU count: --gres holds for every task
+        own = replace(settings, gpus_per_task=gpus)
+        b = batches.write(campaign_dir, "slurm", group, asdict(own))
+        job = submit(b, own)
         jobs.append(job)
-        at_once = f"{settings.concurrency} at once" if settings.concurrency else "as many at once as Slurm allows"
-        execute.say(f"slurm: submitted job {job}, {len(missing)} array tasks ({at_once}); script {b.dir / SCRIPT_FILE}")
-    else:
+        at_once = f"{own.concurrency} at once" if own.concurrency else "as many at once as Slurm allows"
+        each = f", {gpus} GPU{'s' if gpus > 1 else ''} each" if gpus else ""
+        execute.say(f"slurm: submitted job {job}, {len(group)} array tasks ({at_once}{each}); "
+                    f"script {b.dir / SCRIPT_FILE}")
+    if not missing:
         execute.say("slurm: nothing to submit")
     if wait:
         try:

@@ -45,13 +45,26 @@ class GpuSlot:
     uuid: str | None = None
     name: str | None = None
 
-    def env(self) -> dict[str, str]:
-        """What tells the entrypoint which GPU it was given (bench.gpu.assigned_gpu reads it)."""
-        return {GPU_INDEX_VAR: str(self.index), GPU_UUID_VAR: self.uuid or "", GPU_NAME_VAR: self.name or ""}
-
     def label(self) -> str:
         """'GPU 2 (NVIDIA H100 80GB HBM3)'."""
         return f"GPU {self.index}" + (f" ({self.name})" if self.name else "")
+
+
+def gpus_env(gpus: tuple[GpuSlot, ...]) -> dict[str, str]:
+    """What tells the entrypoint which GPUs it was given, in rank order (bench.gpu.assigned_gpus reads it);
+    nothing for a run given none."""
+    if not gpus:
+        return {}
+    return {GPU_INDEX_VAR: ",".join(str(g.index) for g in gpus), GPU_UUID_VAR: ",".join(g.uuid or "" for g in gpus),
+            GPU_NAME_VAR: ",".join(g.name or "" for g in gpus)}
+
+
+def gpus_label(gpus: tuple[GpuSlot, ...]) -> str:
+    """'GPU 2 (NVIDIA H100 80GB HBM3)', or 'GPUs 2, 3 (NVIDIA H100 80GB HBM3)' for a run given several."""
+    if len(gpus) == 1:
+        return gpus[0].label()
+    names = sorted({g.name for g in gpus if g.name})
+    return f"GPUs {', '.join(str(g.index) for g in gpus)}" + (f" ({', '.join(names)})" if names else "")
 
 
 def slots_by_index(devices: list[dict]) -> dict[int, GpuSlot]:
@@ -88,9 +101,11 @@ class Runner(Protocol):
     def prepare(self, framework: str) -> Environment:
         """Make the framework's environment ready; return its identity (lock sha256 or image id)."""
 
-    def launch(self, request: dict, run_dir: Path, timeout_s: float | None, gpu: GpuSlot | None = None) -> Outcome:
+    def launch(self, request: dict, run_dir: Path, timeout_s: float | None,
+               gpus: tuple[GpuSlot, ...] = ()) -> Outcome:
         """Run the request (already in run_dir/request.json) to completion or timeout, its output
-        going to run_dir/log.txt; a GPU run is given exactly `gpu` (None: the runner's default)."""
+        going to run_dir/log.txt; a GPU run is given exactly `gpus`, rank 0's first (none: the runner's
+        default)."""
 
 
 def tee_log(stream: IO[bytes], log_path: Path, prefix: str = "    ") -> threading.Thread:
@@ -122,9 +137,9 @@ def choose_auto() -> tuple[str, str]:
     return "docker", "a Docker engine answers (RUNNER=local to use virtual environments instead)"
 
 
-def echo_prefix(gpu: GpuSlot | None) -> str:
-    """How a run's echoed epoch lines start: indented, with its GPU when it has one."""
-    return f"    [GPU {gpu.index}] " if gpu is not None else "    "
+def echo_prefix(gpus: tuple[GpuSlot, ...]) -> str:
+    """How a run's echoed epoch lines start: indented, with its GPUs when it has some."""
+    return f"    [GPU {','.join(str(g.index) for g in gpus)}] " if gpus else "    "
 
 
 def get(name: str, device: str = "cpu", era: str = "current", gpus: tuple[GpuSlot, ...] = ()) -> Runner:

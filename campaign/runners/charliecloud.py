@@ -165,8 +165,9 @@ class CharliecloudRunner:
         """Kill every run in flight (the campaign was stopped)."""
         abort_all()
 
-    def launch(self, request: dict, run_dir: Path, timeout_s: float | None, gpu: GpuSlot | None = None) -> Outcome:
-        """Run the request in the framework's directory image; kill it on timeout."""
+    def launch(self, request: dict, run_dir: Path, timeout_s: float | None,
+               gpus: tuple[GpuSlot, ...] = ()) -> Outcome:
+        """Run the request in the framework's directory image; kill it on timeout (CPU only: prepare refuses GPUs)."""
         framework = request["framework"]
         if framework not in self._dirs:
             raise UsageError(f"no Charliecloud image prepared for {framework}", "call prepare() before launch()")

@@ -23,7 +23,7 @@ from bench import schema
 from bench.errors import UsageError
 from campaign import preflight
 from campaign.requests import Environment
-from campaign.runners import GpuSlot, Outcome, echo_prefix, entrypoint_args
+from campaign.runners import GpuSlot, Outcome, echo_prefix, entrypoint_args, gpus_env
 from images import build as images
 
 DATA_MOUNT = Path("/data")
@@ -37,9 +37,9 @@ def container_user() -> tuple[int, int]:
     return (uid, gid) if uid != 0 else (IMAGE_UID, IMAGE_UID)
 
 
-def container_config(request: dict, run_dir: Path, user: tuple[int, int], gpu: GpuSlot | None = None) -> dict:
+def container_config(request: dict, run_dir: Path, user: tuple[int, int], gpus: tuple[GpuSlot, ...] = ()) -> dict:
     """Keyword arguments of docker's containers.create for one run (also what the tests inspect): a
-    GPU run asks for exactly `gpu` by id (None: every GPU, for a run outside a campaign)."""
+    GPU run asks for exactly `gpus` by id (none: every GPU, for a run outside a campaign)."""
     from docker.types import DeviceRequest
 
     config = {
@@ -57,12 +57,12 @@ def container_config(request: dict, run_dir: Path, user: tuple[int, int], gpu: G
         config["volumes"][request["data"]["path"]] = {"bind": str(DATA_MOUNT), "mode": "ro"}
     if request["device"] == "gpu":
         capabilities = [["gpu", "compute", "utility"]]
-        if gpu is None:
+        if not gpus:
             config["device_requests"] = [DeviceRequest(count=-1, capabilities=capabilities)]
-        else:
-            config["device_requests"] = [DeviceRequest(device_ids=[gpu.uuid or str(gpu.index)],
+        else:  # only these in the container; rank r of a data-parallel run takes its cuda:r
+            config["device_requests"] = [DeviceRequest(device_ids=[g.uuid or str(g.index) for g in gpus],
                                                        capabilities=capabilities)]
-            config["environment"].update(gpu.env())
+            config["environment"].update(gpus_env(gpus))
     return config
 
 
@@ -153,20 +153,21 @@ class DockerRunner:
         for container in running:
             _kill(container)
 
-    def launch(self, request: dict, run_dir: Path, timeout_s: float | None, gpu: GpuSlot | None = None) -> Outcome:
-        """Run one container to completion, given exactly `gpu` for a GPU run; kill it on timeout or
+    def launch(self, request: dict, run_dir: Path, timeout_s: float | None,
+               gpus: tuple[GpuSlot, ...] = ()) -> Outcome:
+        """Run one container to completion, given exactly `gpus` for a GPU run; kill it on timeout or
         when the campaign is stopped."""
         if request["framework"] not in self._images:
             raise UsageError(f"no image prepared for {request['framework']}", "call prepare() before launch()")
         user = container_user()
         _lend(run_dir, user)
-        container = self.client.containers.create(**container_config(request, run_dir, user, gpu))
+        container = self.client.containers.create(**container_config(request, run_dir, user, gpus))
         with self._lock:
             self._running.add(container)
         log = None
         try:
             container.start()
-            log = _pump_logs(container, run_dir / schema.LOG_FILE, echo_prefix(gpu))
+            log = _pump_logs(container, run_dir / schema.LOG_FILE, echo_prefix(gpus))
             try:
                 status = container.wait(timeout=timeout_s)["StatusCode"]
             except Exception as exc:  # requests' ReadTimeout: the run outlived its limit

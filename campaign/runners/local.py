@@ -17,7 +17,7 @@ from pathlib import Path
 from bench import schema
 from campaign import preflight
 from campaign.requests import Environment
-from campaign.runners import GpuSlot, Outcome, echo_prefix, entrypoint_args, tee_log
+from campaign.runners import GpuSlot, Outcome, echo_prefix, entrypoint_args, gpus_env, tee_log
 from images import envs
 
 REPO = Path(__file__).resolve().parents[2]
@@ -38,11 +38,12 @@ def _die_with_parent() -> None:
         _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-def gpu_env(gpu: GpuSlot | None) -> dict[str, str]:
-    """The environment variables that give a local run exactly `gpu` (none for a CPU run)."""
-    if gpu is None:
+def gpu_env(gpus: tuple[GpuSlot, ...]) -> dict[str, str]:
+    """The environment variables that give a local run exactly `gpus`, rank 0's first (none for a CPU run)."""
+    if not gpus:
         return {}
-    return {"CUDA_VISIBLE_DEVICES": str(gpu.index), "CUDA_DEVICE_ORDER": "PCI_BUS_ID", **gpu.env()}
+    return {"CUDA_VISIBLE_DEVICES": ",".join(str(g.index) for g in gpus), "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
+            **gpus_env(gpus)}
 
 
 # Runs in flight (their process groups), for abort(): the local and system runners' launches.
@@ -86,25 +87,26 @@ class LocalRunner:
         """Kill every run in flight (the campaign was stopped)."""
         abort_all()
 
-    def launch(self, request: dict, run_dir: Path, timeout_s: float | None, gpu: GpuSlot | None = None) -> Outcome:
-        """Start the entrypoint in its own process group (seeing only `gpu` when given); kill the
+    def launch(self, request: dict, run_dir: Path, timeout_s: float | None,
+               gpus: tuple[GpuSlot, ...] = ()) -> Outcome:
+        """Start the entrypoint in its own process group (seeing only `gpus` when given); kill the
         whole group on timeout."""
         framework = request["framework"]
         python = self._python.get(framework) or envs.ensure_env(framework, self.era).python
         # Only the payload on the path: an outer PYTHONPATH must not leak into a locked environment.
-        return launch_entrypoint(python, run_dir, timeout_s, pythonpath=str(REPO), gpu=gpu)
+        return launch_entrypoint(python, run_dir, timeout_s, pythonpath=str(REPO), gpus=gpus)
 
 
 def launch_entrypoint(python: Path | str, run_dir: Path, timeout_s: float | None, pythonpath: str,
-                      gpu: GpuSlot | None = None) -> Outcome:
+                      gpus: tuple[GpuSlot, ...] = ()) -> Outcome:
     """Run `python -m bench run` on run_dir's request (the local and system runners' launch): see
     launch_process."""
-    env = {**os.environ, "PYTHONPATH": pythonpath, "PYTHONUNBUFFERED": "1", **gpu_env(gpu)}
-    return launch_process([str(python), "-m", "bench", *entrypoint_args(run_dir)], run_dir, timeout_s, env, gpu)
+    env = {**os.environ, "PYTHONPATH": pythonpath, "PYTHONUNBUFFERED": "1", **gpu_env(gpus)}
+    return launch_process([str(python), "-m", "bench", *entrypoint_args(run_dir)], run_dir, timeout_s, env, gpus)
 
 
 def launch_process(argv: list[str], run_dir: Path, timeout_s: float | None, env: dict[str, str],
-                   gpu: GpuSlot | None = None) -> Outcome:
+                   gpus: tuple[GpuSlot, ...] = ()) -> Outcome:
     """Run `argv` (a run's entrypoint, directly or through a container wrapper) in its own process
     group, its output into run_dir/log.txt; kill the whole group on timeout, or when the campaign
     is stopped."""
@@ -114,7 +116,7 @@ def launch_process(argv: list[str], run_dir: Path, timeout_s: float | None, env:
     )
     with _RUNNING_LOCK:
         _RUNNING.add(proc.pid)
-    log = tee_log(proc.stdout, run_dir / schema.LOG_FILE, echo_prefix(gpu))
+    log = tee_log(proc.stdout, run_dir / schema.LOG_FILE, echo_prefix(gpus))
     try:
         return Outcome(proc.wait(timeout=timeout_s))
     except subprocess.TimeoutExpired:

@@ -172,10 +172,11 @@ class SystemRunner:
         print(f"  {label(system)}", flush=True)
         return Environment(system["packages_sha256"], system=system)
 
-    def launch(self, request: dict, run_dir: Path, timeout_s: float | None, gpu: GpuSlot | None = None) -> Outcome:
-        """Start the entrypoint in its own process group (seeing only `gpu` when given); kill the
+    def launch(self, request: dict, run_dir: Path, timeout_s: float | None,
+               gpus: tuple[GpuSlot, ...] = ()) -> Outcome:
+        """Start the entrypoint in its own process group (seeing only `gpus` when given); kill the
         whole group on timeout."""
-        return launch_entrypoint(self.python, run_dir, timeout_s, pythonpath=payload_path(), gpu=gpu)
+        return launch_entrypoint(self.python, run_dir, timeout_s, pythonpath=payload_path(), gpus=gpus)
 
     def abort(self) -> None:
         """Kill every run in flight (the campaign was stopped)."""

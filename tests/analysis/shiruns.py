@@ -15,13 +15,15 @@ MEASUREMENT = {"protocol": "iterations", "warmup_epochs": 1, "iterations": MEASU
 
 def make_shi_run(campaign: Path, framework: str, seconds: float, *, threads: int | None = None, repeat: int = 1,
                  device: str = "cpu", workload: str = "fcn-r-mnist", profile: str = "quick",
-                 training_time: float | None = None) -> Path:
+                 training_time: float | None = None, ranks: int | None = None) -> Path:
     """One ok iterations-protocol run: every measured mini-batch takes `seconds` (so its mean is exactly that),
     at sweep point threads=`threads` on CPU (host: 2 physical cores), or on the factory's fake GPU.
-    ``training_time`` overrides timing.training_time_s (default: the measured steps' sum, as the entrypoint)."""
+    ``training_time`` overrides timing.training_time_s (default: the measured steps' sum, as the entrypoint);
+    ``ranks``: a data-parallel run's sweep point (make shi-multigpu)."""
     gpu = (90.0, 95.0, 97.0) if device == "gpu" else None
     sweep = {"threads": threads} if threads is not None else None
-    run_id = f"{framework}-{workload}-{device}" + (f"-t{threads}" if threads else "") + f"-r{repeat}"
+    run_id = (f"{framework}-{workload}-{device}" + (f"-t{threads}" if threads else "") + (f"-n{ranks}" if ranks else "")
+              + f"-r{repeat}")
     run_dir = make_run(campaign, framework, workload, repeat, device=device, profile=profile, sweep=sweep,
                        run_id=run_id, gpu=gpu, curve=(0.9,))
     (run_dir / METRICS_FILE).unlink()
@@ -35,6 +37,10 @@ def make_shi_run(campaign: Path, framework: str, seconds: float, *, threads: int
         run["timing"]["training_time_s"] = training_time
     run["results"]["epochs_completed"] = 0
     run["spec"]["measurement"] = dict(MEASUREMENT)
+    if ranks:  # as bench/dataparallel.py records it: each rank trains a mini-batch per step
+        run["config"]["sweep"] = {**(run["config"].get("sweep") or {}), "ranks": ranks}
+        batch = int((run["spec"].get("training") or {}).get("batch_size") or 1)
+        run["results"].update(ranks=ranks, images_per_ms=ranks * batch / (seconds * 1000))
     write_run(run_dir, run)
     return run_dir
 

@@ -33,3 +33,22 @@ def test_the_sweeps_other_axes_make_groups_of_their_own():
     found = {(p.key["other_sweep"], p.ranks): p.speedup for p in scale_points(rows)}
     assert found == {("batch_size=16", 1): 1.0, ("batch_size=16", 2): pytest.approx(1.5),
                      ("batch_size=32", 1): 1.0, ("batch_size=32", 2): 2.0}
+
+
+def test_the_run_table_names_how_a_runs_gpus_are_joined() -> None:
+    from analysis.runs import interconnect
+
+    def board(uuid: str, links: int | None, gen: int | None = 5) -> dict:
+        return {"uuid": uuid, "nvlink_active_links": links, "pcie_generation": gen, "pcie_width": 16}
+
+    def run(used: list[str], devices: list[dict]) -> dict:
+        gpus = [{"index": i, "uuid": u, "name": "H100"} for i, u in enumerate(used)]
+        device_used = {"requested": "gpu", "gpu": gpus[0], **({"gpus": gpus} if len(gpus) > 1 else {})}
+        return {"device_used": device_used, "host": {"gpus": {"devices": devices}}}
+
+    sxm = [board("GPU-a", 18), board("GPU-b", 12), board("GPU-c", 0)]
+    assert interconnect(run(["GPU-a", "GPU-b"], sxm)) == "NVLink (12 links)"  # the fewer links bound the pair
+    assert interconnect(run(["GPU-a", "GPU-c"], sxm)) == "PCIe gen5 x16"  # one board without NVLink: PCIe
+    assert interconnect(run(["GPU-c"], sxm)) == "PCIe gen5 x16"
+    assert interconnect(run(["GPU-a"], [board("GPU-a", None)])) is None  # NVML could not tell
+    assert interconnect({"device_used": {"requested": "cpu"}, "host": {"gpus": "no GPU: none"}}) is None

@@ -9,6 +9,7 @@ import pytest
 
 from bench import collectives, request, schema
 from bench.errors import UsageError
+from tests import csvcases
 from tests.collectiveruns import WORKLOAD, StandIn, make_collective_run, planned_request, stand_in_time
 
 
@@ -110,11 +111,8 @@ def test_a_bad_collective_file_is_refused(edit, message):
         schema.validate_collective(rows, 2)
 
 
-@pytest.mark.parametrize("text, message", [
-    ("floats,phase,rep,time_s\n", "header is not floats,phase,rep,rank,time_s"),
-    ("floats,phase,rep,rank,time_s\n1000,measured,1,0\n", ":2: expected 5 cells"),
-    ("floats,phase,rep,rank,time_s\n1000,measured,one,0,0.1\n", ":2: expected 5 cells"),
-])
+@pytest.mark.parametrize("text, message",
+                         csvcases.parse_errors(schema.COLLECTIVE_COLUMNS, ("1000", "measured", "1", "0", "0.1")))
 def test_a_collective_file_that_does_not_parse_names_its_line(tmp_path, text, message):
     (tmp_path / schema.COLLECTIVE_FILE).write_text(text)
     with pytest.raises(schema.SchemaError, match=message):

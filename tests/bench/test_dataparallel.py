@@ -1,6 +1,7 @@
 """bench/dataparallel.py: the rank count of a request, the refusals, each rank's shard, the merged iterations.csv
-(slowest rank, mean loss), the throughput arithmetic, and (slow) lenet-mnist trained over two real Gloo ranks
-through `python -m bench run`, ending with the same parameters on both."""
+(slowest rank, mean loss, every rank's steps), the throughput arithmetic, and (slow) lenet-mnist trained over two
+real Gloo ranks through `python -m bench run`, ending with the same parameters on both. The rank processes
+themselves: tests/bench/test_loopback.py."""
 
 from __future__ import annotations
 
@@ -63,13 +64,25 @@ def test_a_step_takes_its_slowest_ranks_time_and_the_mean_of_their_losses():
         {"iteration": 2, "phase": "measured", "time_s": 0.3, "loss": 1.5}]
 
 
+def test_a_rank_with_fewer_steps_cannot_shorten_the_merged_file():
+    step = {"iteration": 1, "phase": "measured", "time_s": 0.1, "loss": 1.0}
+    full = [step, dict(step, iteration=2)]
+    with pytest.raises(ValueError, match=r"different numbers of steps \(2, 1, 2 for ranks 0..2\)"):
+        dataparallel.merge([full, full[:1], full])
+    assert len(dataparallel.merge([full, full, full])) == 2
+
+
 def test_images_per_ms_is_ranks_times_batch_over_the_mean_step_in_ms():
     # Shams et al.'s unit: 2 ranks x 64 images every 0.05 s = 128 images / 50 ms.
     assert dataparallel.images_per_ms(2 * 64, 0.05) == pytest.approx(2.56)
-    assert dataparallel.step_rows(64, 1000) == 64 and dataparallel.step_rows(64, 10) == 10
     record = {"timing": {"iteration_time_s": {"mean": 0.04}}, "results": {}}
-    dataparallel.record_throughput(record, 4, 4 * 100)
+    dataparallel.record_throughput(record, 100, [1000] * 4)
     assert record["results"] == {"ranks": 4, "images_per_ms": pytest.approx(10.0)}
+    # A rank whose shard is smaller than a batch trains its whole shard each step; one device is one rank.
+    dataparallel.record_throughput(record, 100, [1000, 60])
+    assert record["results"] == {"ranks": 2, "images_per_ms": pytest.approx(4.0)}
+    dataparallel.record_throughput(record, 100, [40])
+    assert record["results"] == {"ranks": 1, "images_per_ms": pytest.approx(1.0)}
 
 
 class Counting:
@@ -103,27 +116,6 @@ def test_a_rank_waits_at_the_barrier_before_every_step_and_only_rank_0_evaluates
     iterations.run(trainer, 2, 3, tmp_path, record, "pytorch", "current", barrier=barrier, evaluate=False)
     assert trainer.before == [1, 2, 3, 4, 5] and not trainer.evaluated
     assert "test_accuracy" not in record["results"] and record["results"]["final_loss"] == 1.0
-
-
-def _exit_after(seconds: float, code: int) -> None:
-    """A stand-in rank: sleep, then exit with `code`."""
-    import time
-
-    time.sleep(seconds)
-    raise SystemExit(code)
-
-
-def test_when_a_rank_fails_the_others_are_ended_at_once():
-    import multiprocessing
-    import time
-
-    ctx = multiprocessing.get_context("spawn")
-    procs = [ctx.Process(target=_exit_after, args=args) for args in ((0.0, 1), (60.0, 0))]
-    for proc in procs:
-        proc.start()
-    t0 = time.monotonic()
-    assert dataparallel._join(procs) == [0, 1]  # rank 1 did not finish: it was ended
-    assert time.monotonic() - t0 < 20 and not any(p.is_alive() for p in procs)
 
 
 # -- the real thing --------------------------------------------------------------------------------------

@@ -34,15 +34,28 @@ def test_a_bad_request_is_one_line_and_exit_2(tmp_path):
     assert proc.returncode == 2 and "the only command is 'run'; host commands: python -m campaign" in proc.stderr
 
 
-def test_run_json_names_the_gpu_the_campaign_gave_the_run():
-    from bench.entrypoint import gpu_used
+def test_run_json_names_the_gpus_the_campaign_gave_the_run():
+    from bench.entrypoint import gpus_used
 
-    given = {"index": 5, "uuid": "GPU-cccc", "name": "NVIDIA H100 80GB HBM3"}
+    given = [{"index": 5, "uuid": "GPU-cccc", "name": "NVIDIA H100 80GB HBM3"}]
     # Inside a container NVML lists only that GPU, as index 0: the record keeps the host's index.
     seen = [{"index": 0, "name": "NVIDIA H100 80GB HBM3 (as NVML names it here)", "uuid": "GPU-cccc"}]
-    assert gpu_used(given, seen) == {"index": 5, "uuid": "GPU-cccc", "name": seen[0]["name"]}
-    assert gpu_used(given, []) == given  # NVML unseen from the run: the host's name stands
-    assert gpu_used(None, seen) is None  # a run given no GPU records none
+    assert gpus_used(given, seen) == [{"index": 5, "uuid": "GPU-cccc", "name": seen[0]["name"]}]
+    assert gpus_used(given, []) == given  # NVML unseen from the run: the host's name stands
+    assert gpus_used([], seen) == []  # a run given no GPU records none
+    two = given + [{"index": 1, "uuid": None, "name": "NVIDIA H100 80GB HBM3"}]
+    assert gpus_used(two, seen) == [{"index": 5, "uuid": "GPU-cccc", "name": seen[0]["name"]}, two[1]]
+
+
+def test_a_run_given_several_gpus_lists_them_all_and_rank_0s_stands_first():
+    from bench import schema
+
+    gpus = [{"index": 2, "uuid": "GPU-c", "name": "H100"}, {"index": 0, "uuid": "GPU-a", "name": "H100"}]
+    record = {"device_used": {"requested": "gpu", "gpu": gpus[0], "gpus": gpus}}
+    schema._check_device_gpus(record, "run.json")
+    for bad in ([gpus[0]], [gpus[0], {"index": "0"}], "GPU-a"):
+        with pytest.raises(schema.SchemaError, match="device_used.gpus"):
+            schema._check_device_gpus({"device_used": {"requested": "gpu", "gpus": bad}}, "run.json")
 
 
 @pytest.mark.slow
@@ -73,3 +86,14 @@ def test_a_run_re_executed_from_its_own_request_is_the_same_run(tmp_path):
     refused = _bench(python, "run", "--request", str(folder / request.REQUEST_FILE), "--out", str(folder))
     assert refused.returncode == 2 and "already holds a finished run" in refused.stderr
     assert schema.read_run(folder) == first
+
+
+def test_the_command_line_reads_the_request_before_numpy_loads():
+    """The thread count is pinned from the request before NumPy (and its BLAS, which sizes its pool when it
+    loads) is imported: nothing bench/__main__.py imports up to the pin may import NumPy."""
+    code = ("import sys; import bench.__main__; from bench import request, threads; "
+            "print(sorted(m for m in ('numpy', 'torch', 'tensorflow') if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"

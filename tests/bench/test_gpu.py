@@ -63,14 +63,56 @@ def test_an_index_nvml_does_not_have_is_a_reason_not_a_crash(no_gpu_env):
     assert sampler.handle is None and "Invalid Argument" in sampler.reason and sampler.sample() == {}
 
 
-def test_the_gpu_a_run_was_given_comes_from_the_environment():
-    assert gpu.assigned_gpu({}) is None
+def test_the_gpus_a_run_was_given_come_from_the_environment():
+    assert gpu.assigned_gpus({}) == []
     env = {gpu.GPU_INDEX_VAR: "2", gpu.GPU_UUID_VAR: "GPU-cccc", gpu.GPU_NAME_VAR: "NVIDIA H100 80GB HBM3"}
-    assert gpu.assigned_gpu(env) == {"index": 2, "uuid": "GPU-cccc", "name": "NVIDIA H100 80GB HBM3"}
-    assert gpu.assigned_gpu({gpu.GPU_INDEX_VAR: "1", gpu.GPU_UUID_VAR: ""}) == {"index": 1, "uuid": None, "name": None}
+    assert gpu.assigned_gpus(env) == [{"index": 2, "uuid": "GPU-cccc", "name": "NVIDIA H100 80GB HBM3"}]
+    assert gpu.assigned_gpus({gpu.GPU_INDEX_VAR: "1", gpu.GPU_UUID_VAR: ""}) == [{"index": 1, "uuid": None,
+                                                                                  "name": None}]
+    # A data-parallel run's GPUs, in rank order; a name list that does not split evenly names none.
+    two = {gpu.GPU_INDEX_VAR: "3,1", gpu.GPU_UUID_VAR: "GPU-dddd,GPU-bbbb", gpu.GPU_NAME_VAR: "A, B, C"}
+    assert gpu.assigned_gpus(two) == [{"index": 3, "uuid": "GPU-dddd", "name": None},
+                                      {"index": 1, "uuid": "GPU-bbbb", "name": None}]
+    assert gpu.assigned_gpus({gpu.GPU_INDEX_VAR: "3,x"}) == []
+
+
+def test_the_sampler_of_a_run_given_several_gpus_reads_rank_0s(no_gpu_env):
+    no_gpu_env.setenv(gpu.GPU_UUID_VAR, "GPU-dddd,GPU-bbbb")
+    assert gpu.GpuSampler(nvml=HOST).handle == ("handle", 3)
 
 
 def test_other_processes_on_the_gpu_by_pid_or_all_but_the_run():
     assert gpu.count_others({10, 11, 99}, {10, 11, 12}) == 1  # PIDs compare: the one outside the tree
     assert gpu.count_others({5001, 5002}, {10, 11}) == 1  # host PIDs in a container: all but the run
     assert gpu.count_others({5001}, {10}) == 0 and gpu.count_others(set(), {10}) == 0
+
+
+class LinkedNvml:
+    """NVML's NVLink and PCIe queries for two boards: one with 18 NVLink links, 12 of them up (an H100 SXM),
+    and one on PCIe only (every link query NotSupported), as pynvml answers them."""
+
+    NVML_NVLINK_MAX_LINKS = 18
+    NVML_FEATURE_ENABLED = 1
+
+    class NVMLError(Exception):
+        pass
+
+    def nvmlDeviceGetNvLinkState(self, handle, link):
+        if handle == "pcie-board":
+            raise self.NVMLError("Not Supported")
+        return 1 if link < 12 else 0
+
+    def nvmlDeviceGetCurrPcieLinkGeneration(self, handle):
+        return 5
+
+    def nvmlDeviceGetCurrPcieLinkWidth(self, handle):
+        return 16
+
+
+def test_a_gpus_links_say_nvlink_or_pcie_only():
+    assert gpu.links(LinkedNvml(), "sxm-board") == {"nvlink_active_links": 12, "pcie_generation": 5,
+                                                     "pcie_width": 16}
+    assert gpu.links(LinkedNvml(), "pcie-board")["nvlink_active_links"] == 0
+    # Bindings without these queries (the paper era's) record that they could not tell.
+    assert gpu.links(FakeNvml([]), ("handle", 0)) == {"nvlink_active_links": None, "pcie_generation": None,
+                                                       "pcie_width": None}

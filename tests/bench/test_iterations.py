@@ -9,6 +9,7 @@ import pytest
 from bench import iterations, measurement, schema
 from bench.errors import UsageError
 from bench.frameworks import NonFiniteLoss
+from tests import csvcases
 from tests.runrecord import minimal_request
 
 SLOW_S = 0.05  # a warm-up step (graph building, autotuning) is this slow ...
@@ -146,14 +147,12 @@ def test_epoch_runs_keep_their_run_json(tmp_path):
 
 
 @pytest.mark.parametrize("text, message", [
-    ("iteration,phase,seconds,loss\n", "header is not iteration,phase,time_s,loss"),
     ("iteration,phase,time_s,loss\n1,warmup,0.1,1.0\n3,measured,0.1,1.0\n", "numbered 3"),
     ("iteration,phase,time_s,loss\n1,measured,0.1,1.0\n2,warmup,0.1,1.0\n", "a warm-up step after a measured one"),
     ("iteration,phase,time_s,loss\n1,timed,0.1,1.0\n", "phase 'timed'"),
     ("iteration,phase,time_s,loss\n1,measured,nan,1.0\n", "time_s nan is not a finite number"),
     ("iteration,phase,time_s,loss\n1,measured,-0.5,1.0\n", "time_s -0.5 is negative"),
-    ("iteration,phase,time_s,loss\n1,measured,0.1\n", "expected 4 cells"),
-])
+] + csvcases.parse_errors(schema.ITERATION_COLUMNS, ("1", "measured", "0.1", "1.0")))
 def test_a_bad_iterations_file_is_refused(tmp_path, text, message):
     (tmp_path / schema.ITERATIONS_FILE).write_text(text)
     with pytest.raises(schema.SchemaError, match=message):
@@ -178,7 +177,8 @@ def test_run_json_iteration_fields_are_all_or_none(tmp_path):
 @pytest.mark.slow
 def test_the_entrypoint_times_iterations_in_each_framework(tmp_path):
     """cnn-mnist smoke on synthetic data, W=3 and N=5, through `python -m bench run` in each current-era
-    framework's environment (each has Trainer.step()); a plain pytorch run keeps the epoch protocol."""
+    framework's environment (each has Trainer.step()), then 1 + 2 forward passes under the inference protocol
+    (Trainer.infer()); a plain pytorch run keeps the epoch protocol."""
     import copy
     import os
     import subprocess
@@ -228,6 +228,18 @@ def test_the_entrypoint_times_iterations_in_each_framework(tmp_path):
         assert record["results"]["final_loss"] == rows[-1]["loss"]
         assert not (folder / schema.METRICS_FILE).exists()
         assert "iteration 3/8 (warmup)" in stdout and "iteration 8/8 (measured)" in stdout
+        # The inference protocol (bench/inference.py) through the same loop: forward passes of the same network.
+        req = copy.deepcopy(run.request)
+        req["spec"]["measurement"] = {"protocol": "inference", "warmup": 1, "iterations": 2}
+        req["run_id"] = request.run_id(req)
+        folder, stdout = bench_run(framework, req)
+        record = schema.read_run(folder)
+        assert record["status"] == "ok", (framework, record["failure"])
+        assert [r["phase"] for r in schema.read_iterations(folder)] == ["warmup", "measured", "measured"], framework
+        batch = record["results"]["batch_size"]
+        assert record["results"]["s_per_1000_images"] == pytest.approx(
+            1000 * record["timing"]["iteration_time_s"]["mean"] / batch), framework
+        assert "batch 3/3 (measured)" in stdout, framework
 
     # The epoch protocol as it was: no iterations file, no iterations fields.
     epochs, _ = bench_run("pytorch", next(r.request for r in planned if r.request["framework"] == "pytorch"))

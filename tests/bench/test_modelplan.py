@@ -99,6 +99,39 @@ WINDOWS = {
         + [("conv2d", (14, 14, 512), Pads(1, 1, 1, 1))] * 4 + [("maxpool2d", (7, 7, 512), NO_PADS)],
         7 * 7 * 512,
     ),
+    # Wu et al.'s TensorFlow CIFAR-10 tutorial on whole 32 x 32 images: 5x5 'same' convs, 3/2 'same' pools (the one
+    # padded row and column after): 32 -> 16 -> 8. Its lrn layers have no window over the image (no pads).
+    "wu-tf-cifar10": (
+        [("conv2d", (32, 32, 64), Pads(2, 2, 2, 2)), ("maxpool2d", (16, 16, 64), Pads(0, 1, 0, 1)),
+         ("conv2d", (16, 16, 64), Pads(2, 2, 2, 2)), ("maxpool2d", (8, 8, 64), Pads(0, 1, 0, 1))],
+        8 * 8 * 64,
+    ),
+    # ilkarman's CIFAR-10 CNN: 3x3 convolutions with padding 1 ('same'), 2x2 pools on even sizes: 32 -> 16 -> 8.
+    "cnn-cifar10-ilkarman": (
+        [("conv2d", (32, 32, 50), Pads(1, 1, 1, 1)), ("conv2d", (32, 32, 50), Pads(1, 1, 1, 1)),
+         ("maxpool2d", (16, 16, 50), NO_PADS),
+         ("conv2d", (16, 16, 100), Pads(1, 1, 1, 1)), ("conv2d", (16, 16, 100), Pads(1, 1, 1, 1)),
+         ("maxpool2d", (8, 8, 100), NO_PADS)],
+        8 * 8 * 100,
+    ),
+    # TensorFlow's MNIST tutorial: 5x5 'same' (2 on every side), 'same' 2/2 pools on even sizes need no padding.
+    "wu-tf-mnist": (
+        [("conv2d", (28, 28, 32), Pads(2, 2, 2, 2)), ("maxpool2d", (14, 14, 32), NO_PADS),
+         ("conv2d", (14, 14, 64), Pads(2, 2, 2, 2)), ("maxpool2d", (7, 7, 64), NO_PADS)],
+        7 * 7 * 64,
+    ),
+    # Theano's LeNet: 'valid' 5x5 convolutions and 2/2 pools: 28 -> 24 -> 12 -> 8 -> 4.
+    "wu-theano-lenet": (
+        [("conv2d", (24, 24, 20), NO_PADS), ("maxpool2d", (12, 12, 20), NO_PADS),
+         ("conv2d", (8, 8, 50), NO_PADS), ("maxpool2d", (4, 4, 50), NO_PADS)],
+        4 * 4 * 50,
+    ),
+    # The Theano CIFAR-10 tutorial: 'valid' 3x3 convolutions, pools 3/3 then 2/2: 32 -> 30 -> 10 -> 8 -> 4.
+    "wu-theano-cifar10": (
+        [("conv2d", (30, 30, 4), NO_PADS), ("maxpool2d", (10, 10, 4), NO_PADS),
+         ("conv2d", (8, 8, 8), NO_PADS), ("maxpool2d", (4, 4, 8), NO_PADS)],
+        4 * 4 * 8,
+    ),
 }
 
 
@@ -112,7 +145,10 @@ def _broken(name: str, change) -> dict:
 @pytest.mark.parametrize("name", MODEL_SPECS)
 def test_every_shipped_spec_is_planned(name):
     model = modelplan.plan(specs.load(name))
-    assert model.layers[-1].type == "dense" and model.layers[-1]["activation"] is None
+    if model.kind == modelplan.FEATURES:  # no classifier: it ends with a vector (tests/bench/test_inference.py)
+        assert model.layers[-1].output.kind == modelplan.VECTOR
+    else:
+        assert model.layers[-1].type == "dense" and model.layers[-1]["activation"] is None
     for stack in (model.encoder, model.layers):
         for i, layer in enumerate(stack or []):
             assert layer.index == i
@@ -474,3 +510,45 @@ def test_the_paper_era_names_what_it_does_not_translate():
     assert modelplan.untranslated(googlenet, paper) == ["concat", "global_avgpool"]
     with pytest.raises(SpecError, match=r"^chainer \(paper era\) does not translate concat, global_avgpool "):
         modelplan.require(googlenet, paper, "chainer (paper era)")
+
+
+# -- gru -------------------------------------------------------------------------------------------
+def _gru_spec(gru: dict, loss: str = "categorical_crossentropy", units: int = 3) -> dict:
+    """Embedding 50 x 8 -> gru -> dense `units` (a stack over token ids)."""
+    layers = [{"type": "embedding", "input_dim": 50, "output_dim": 8}, {"type": "gru", **gru},
+              {"type": "dense", "units": units}]
+    return {"model": {"num_classes": 3, "layers": layers}, "training": {"loss": loss}}
+
+
+def test_a_gru_maps_a_sequence_to_its_last_state_or_every_state_with_cudnn_parameters():
+    last = modelplan.plan(_gru_spec({"units": 6}))
+    gru = last.layers[1]
+    assert (gru.input, gru.output) == (Shape(SEQUENCE, (8,)), Shape(VECTOR, (6,)))
+    assert (gru["return_sequences"], gru.get("use_lengths")) == (False, None)  # no real lengths: every step
+    # 3 gate sets, each 8 x 6 input kernel + 6 x 6 recurrent kernel + two bias vectors of 6 (reset_after).
+    assert modelplan.gru_params(gru) == 3 * (8 * 6 + 6 * 6 + 6 + 6) == 288
+    every = modelplan.plan(_gru_spec({"units": 6, "return_sequences": True}, "sparse_categorical_crossentropy",
+                                     units=3))
+    assert every.layers[1].output == Shape(SEQUENCE, (6,)) and every.layers[2].output == Shape(SEQUENCE, (3,))
+    assert modelplan.plan(specs.load("gru-imdb")).layers[1].output == Shape(VECTOR, (100,))
+
+
+@pytest.mark.parametrize(("gru", "loss", "message"), [
+    ({}, "categorical_crossentropy", r"layer 1 \(gru\): missing \['units'\]"),
+    ({"units": 4, "use_lengths": True}, "categorical_crossentropy", r"layer 1 \(gru\): unknown keys \['use_lengths'\]"),
+    ({"units": 4}, "sparse_categorical_crossentropy", "every GRU needs return_sequences = true"),
+])
+def test_gru_errors(gru, loss, message):
+    with pytest.raises(SpecError, match=message):
+        modelplan.plan(_gru_spec(gru, loss))
+
+
+def test_a_gru_needs_a_sequence_and_the_paper_era_refuses_it():
+    spec = _gru_spec({"units": 4})
+    spec["model"]["layers"].pop(0)  # token ids straight into the gru
+    with pytest.raises(SpecError, match=r"layer 0: gru needs a sequence input \(got tokens \(\)\)"):
+        modelplan.plan(spec)
+    model = modelplan.plan(specs.load("gru-imdb"))
+    assert modelplan.untranslated(model, modelplan.ERA_LAYER_TYPES["paper"]) == ["gru"]
+    with pytest.raises(SpecError, match=r"^keras \(paper era\) does not translate gru "):
+        modelplan.require(model, modelplan.ERA_LAYER_TYPES["paper"], "keras (paper era)")

@@ -188,3 +188,36 @@ def test_an_epoch_run_has_no_throughput_and_a_failed_ranks_run_needs_none():
     for key in ("ranks", "images_per_ms"):
         failed["results"].pop(key)
     schema.validate_run(schema.finish(failed, {"cause": "crash", "message": "rank 1 died"}))
+
+
+# What bench.blas records (its field names and types): a real entry of NumPy's bundled OpenBLAS.
+_OPENBLAS = {"kind": "blas", "api": "openblas", "filepath": "/venv/numpy.libs/libscipy_openblas64_-32a4b2a6.so",
+             "version": "0.3.31.188.0", "num_threads": 1, "threading_layer": "pthreads", "architecture": "Haswell"}
+
+
+def test_the_loaded_libraries_are_optional_and_checked_when_present(tmp_path):
+    record = minimal_run()
+    assert "libraries" not in record["environment"]  # runs before it, and runs off Linux, lack it
+    schema.validate_run(record)
+    record["environment"]["libraries"] = [_OPENBLAS, dict(_OPENBLAS, kind="openmp", api="gomp", version=None,
+                                                          filepath="/usr/lib/libgomp.so.1.0.0")]
+    record["environment"]["library_settings"] = {"TF_ENABLE_ONEDNN_OPTS": None}
+    schema.write_run(tmp_path, record)
+    assert schema.read_run(tmp_path)["environment"]["libraries"][0] == _OPENBLAS
+
+
+@pytest.mark.parametrize("libraries, settings, message", [
+    ({"blas": "openblas"}, None, "environment.libraries must be a list"),
+    ([dict(_OPENBLAS, kind="lapack")], None, r"libraries\[0\]: kind 'lapack' is not one of"),
+    ([dict(_OPENBLAS, filepath="libopenblas.so")], None, "is not the absolute path"),
+    ([dict(_OPENBLAS, num_threads="1")], None, r"libraries\[0\]: field 'num_threads' has type str"),
+    ([{k: v for k, v in _OPENBLAS.items() if k != "version"}], None, "missing field 'version'"),
+    ([_OPENBLAS], {"TF_ENABLE_ONEDNN_OPTS": 0}, "library_settings must be"),
+])
+def test_malformed_loaded_libraries_are_refused(tmp_path, libraries, settings, message):
+    record = minimal_run()
+    record["environment"]["libraries"] = libraries
+    if settings is not None:
+        record["environment"]["library_settings"] = settings
+    with pytest.raises(schema.SchemaError, match=message):
+        schema.write_run(tmp_path, record)

@@ -1,7 +1,7 @@
 """A runner whose 'entrypoint' is a small real process chosen per test, and a planned campaign for it.
 
 The campaign logic (plan, execute) sees a runner through its contract only (campaign/runners):
-prepare() an environment, launch() a request into its run folder (given a GPU or not), abort().
+prepare() an environment, launch() a request into its run folder (given GPUs or not), abort().
 """
 
 import os
@@ -56,10 +56,10 @@ class ScriptRunner:
         for proc in procs:
             proc.send_signal(signal.SIGKILL)
 
-    def launch(self, request: dict, run_dir, timeout_s, gpu=None):
+    def launch(self, request: dict, run_dir, timeout_s, gpus=()):
         self.launched.append(request["run_id"])
-        self.gpus.append(gpu)
-        self.configs.append(container_config(request, run_dir, (1000, 1000), gpu))
+        self.gpus.append(gpus)
+        self.configs.append(container_config(request, run_dir, (1000, 1000), gpus))
         if self.behaviour == "ok":
             schema.write_run(run_dir, minimal_run(request["run_id"]))
             return Outcome(0)
@@ -67,8 +67,8 @@ class ScriptRunner:
                 "sleep": "import time; time.sleep(30)",
                 "kill": "import os, signal; os.kill(os.getpid(), signal.SIGKILL)",
                 "nap": NAP}[self.behaviour]
-        env = {**os.environ, **gpu_env(gpu)}
-        self.envs.append(gpu_env(gpu))
+        env = {**os.environ, **gpu_env(gpus)}
+        self.envs.append(gpu_env(gpus))
         with open(run_dir / schema.LOG_FILE, "w") as log:
             start = time.monotonic()
             proc = subprocess.Popen([sys.executable, "-c", code, str(self.nap_s)], stdout=log,

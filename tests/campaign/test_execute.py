@@ -21,10 +21,10 @@ def test_completed_runs_are_skipped_and_untouched(tmp_path):
     runner = ScriptRunner("ok")
     runs = planned(tmp_path, runner)
     cdir = tmp_path / "results" / "t"
-    assert execute.execute(runs, runner, cdir, 10) == {"ok": 2, "failed": 0, "skipped": 0, "elsewhere": 0}
+    assert execute.execute(runs, runner, cdir, 10) == {"ok": 2, "failed": 0, "skipped": 0, "elsewhere": 0, "unfit": 0}
     before = {p: p.stat().st_mtime_ns for p in cdir.rglob("*") if p.is_file()}
     again = ScriptRunner("ok")
-    assert execute.execute(runs, again, cdir, 10) == {"ok": 0, "failed": 0, "skipped": 2, "elsewhere": 0}
+    assert execute.execute(runs, again, cdir, 10) == {"ok": 0, "failed": 0, "skipped": 2, "elsewhere": 0, "unfit": 0}
     assert again.launched == []
     assert before == {p: p.stat().st_mtime_ns for p in cdir.rglob("*") if p.is_file()}
 
@@ -93,7 +93,8 @@ def test_four_gpus_run_four_runs_at_once_each_given_exactly_its_own_gpu(tmp_path
     runs = planned(tmp_path, runner, repeats=4, device="gpu")
     cdir = tmp_path / "results" / "t"
     slots = gpu_slots(FOUR_GPUS, "all")
-    assert execute.execute(runs, runner, cdir, 60, slots=slots) == {"ok": 4, "failed": 0, "skipped": 0, "elsewhere": 0}
+    counts = execute.execute(runs, runner, cdir, 60, slots=slots)
+    assert counts == {"ok": 4, "failed": 0, "skipped": 0, "elsewhere": 0, "unfit": 0}
     assert most_in_flight(runner.spans) == 4
     uuids = sorted(g["uuid"] for g in FOUR_GPUS)
     # Docker: each container asks for exactly one GPU, by its id, each a different one.
@@ -124,7 +125,53 @@ def test_gpus_picks_which_gpus_and_so_how_many_runs_at_once(tmp_path):
     slots = gpu_slots(FOUR_GPUS, "0,2")
     assert execute.execute(runs, runner, tmp_path / "results" / "t", 60, slots=slots)["ok"] == 4
     assert most_in_flight(runner.spans) == 2
-    assert {g.index for g in runner.gpus} == {0, 2}
+    assert {g.index for gpus in runner.gpus for g in gpus} == {0, 2} and {len(g) for g in runner.gpus} == {1}
+
+
+def _scaleup_runs(tmp_path, runner) -> list:
+    """lenet-mnist (smoke) x pytorch at 1, 2 and 4 data-parallel ranks on GPUs (shams-scaleup-gpu)."""
+    from campaign import plan
+    from campaign.study import experiment
+    from tests.campaign.scriptrunner import prepared_mnist
+
+    prepared_mnist(tmp_path / "data")
+    m = plan.Matrix(("pytorch",), ("lenet-mnist",), "gpu", "smoke", 1, "real",
+                    experiment=experiment("shams-scaleup-gpu"))
+    return plan.plan(m, runner, "t", tmp_path / "results" / "t", tmp_path / "data", 1)
+
+
+def test_a_run_over_k_ranks_takes_k_gpus_at_once_and_none_is_shared(tmp_path, capsys):
+    runner = ScriptRunner("nap", nap_s=1.5)
+    runs = _scaleup_runs(tmp_path, runner)
+    runs = [runs[1], runs[1 - 1], runs[2], runs[1]]  # 2 ranks, 1 rank, 4 ranks, the 2-rank run again (done)
+    cdir = tmp_path / "results" / "t"
+    counts = execute.execute(runs, runner, cdir, 60, slots=gpu_slots(FOUR_GPUS, "all"))
+    assert counts == {"ok": 3, "failed": 0, "skipped": 1, "elsewhere": 0, "unfit": 0}
+    given = dict(zip(runner.launched, runner.gpus))
+    assert [len(given[r.run_id]) for r in runs[:3]] == [2, 1, 4]
+    # The 2- and 1-rank runs overlap on 3 different GPUs; the 4-rank run waited for all four.
+    spans = dict(zip(runner.launched, runner.spans))
+    assert spans[runs[2].run_id][0] >= max(spans[runs[0].run_id][1], spans[runs[1].run_id][1])
+    assert len({g.index for r in runs[:2] for g in given[r.run_id]}) == 3
+    # Each process saw exactly its own GPUs, rank 0's first; docker would ask for exactly those by id.
+    two = given[runs[0].run_id]
+    assert (cdir / runs[0].run_id / "log.txt").read_text().split() == [
+        f"CUDA_VISIBLE_DEVICES={two[0].index},{two[1].index}", f"DLREPRO_GPU_UUID={two[0].uuid},{two[1].uuid}"]
+    config = runner.configs[runner.launched.index(runs[2].run_id)]
+    assert sorted(config["device_requests"][0]["DeviceIDs"]) == sorted(g["uuid"] for g in FOUR_GPUS)
+    assert "on GPUs " in capsys.readouterr().out
+
+
+def test_a_run_needing_more_gpus_than_the_campaign_has_is_left_out_in_one_line(tmp_path, capsys):
+    runner = ScriptRunner("ok")
+    runs = _scaleup_runs(tmp_path, runner)
+    counts = execute.execute(runs, runner, tmp_path / "results" / "t", 60, slots=gpu_slots(FOUR_GPUS, "1,3"))
+    assert counts == {"ok": 2, "failed": 0, "skipped": 0, "elsewhere": 0, "unfit": 1}
+    assert runner.launched == [runs[0].run_id, runs[1].run_id]
+    out = capsys.readouterr().out
+    assert f"({runs[2].run_id}): needs 4 GPUs, this campaign has 2 (GPUS=...); left out" in out
+    assert not (tmp_path / "results" / "t" / runs[2].run_id).exists()
+    assert not list((tmp_path / "results" / "t").glob(f"*{runs[2].run_id}*"))  # not even claimed
 
 
 def test_a_cpu_campaign_still_runs_one_at_a_time(tmp_path):
@@ -137,7 +184,7 @@ def test_a_cpu_campaign_still_runs_one_at_a_time(tmp_path):
     more = ScriptRunner("nap", nap_s=2.0)
     runs = planned(tmp_path / "more", more, repeats=3)
     assert execute.execute(runs, more, tmp_path / "more" / "results" / "t", 60, slots=[None] * 3)["ok"] == 3
-    assert most_in_flight(more.spans) == 3 and more.gpus == [None, None, None]
+    assert most_in_flight(more.spans) == 3 and more.gpus == [(), (), ()]
 
 
 def test_stopping_a_campaign_with_runs_in_flight_kills_them_and_publishes_none(tmp_path, capsys):

@@ -386,3 +386,16 @@ def test_apply_creates_the_fence_then_the_jobs_and_leaves_existing_ones(objects,
         assert len(FakeApiServer.created) == 3
     finally:
         server.shutdown()
+
+
+def test_a_data_parallel_gpu_run_asks_for_one_gpu_per_rank_in_a_job_of_its_own(tmp_path):
+    data = {"dataset": "mnist", "source": "synthetic", "arrays_sha256": "ab" * 32,
+            "path": str(tmp_path / "data" / "prepared" / "mnist"), "train_indices": None, "test_indices": None}
+    runs = runs_of(tmp_path, "pytorch", "gpu") + [
+        PlannedRun(minimal_request(9, device="gpu", runner="docker", campaign="gpu-cnn", env_id="sha256:" + "cd" * 32,
+                                   data=data, image_digest=DIGEST.format(fw="pytorch"), sweep={"ranks": 2}), "ranks 2")]
+    found = jobs(k8s.manifests(runs, batch_dir(tmp_path), settings(tmp_path)))
+    limits = sorted((j["spec"]["completions"], j["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]
+                     ["nvidia.com/gpu"]) for j in found)
+    assert limits == [(1, "2"), (2, "1")]
+    assert len({j["metadata"]["name"] for j in found}) == 2

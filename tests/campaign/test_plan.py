@@ -125,13 +125,20 @@ def test_a_ranks_sweep_plans_more_ranks_only_for_frameworks_that_train_data_para
                     "(bench/dataparallel.py); data-parallel runs go with FRAMEWORKS=pytorch and ERA=current"]
 
 
-def test_a_gpu_run_over_several_gpus_is_skipped_in_one_line_until_a_run_can_have_them(tmp_path, capsys):
+def test_a_gpu_run_over_several_ranks_needs_one_gpu_per_rank(tmp_path, capsys):
     from campaign.study import experiment
+    from tests.campaign.scriptrunner import prepared_mnist
 
-    m = plan.Matrix(("pytorch",), ("allreduce-shams",), "gpu", "smoke", 1, "real",
+    m = plan.Matrix(("pytorch", "tensorflow"), ("allreduce-shams",), "gpu", "smoke", 1, "real",
                     experiment=experiment("shams-allreduce-gpu"))
-    assert plan.plan(m, ScriptRunner("ok"), "t", tmp_path / "r", tmp_path / "no-data", 1) == []
-    assert ("skipping allreduce-shams on GPU: a run over 2 GPUs is not supported yet (a campaign gives each run "
-            "one GPU)") in capsys.readouterr().out
-    spec = specs.load("lenet-mnist", "smoke")
-    assert [plan.gpus_per_run(spec, point) for point in ({}, {"ranks": 1}, {"ranks": 4})] == [1, 1, 4]
+    runs = plan.plan(m, ScriptRunner("ok"), "t", tmp_path / "r", tmp_path / "no-data", 1)
+    assert [(r.request["framework"], r.gpus) for r in runs] == [("pytorch", 2)]  # the collective's 2 ranks
+    assert "skipping allreduce-shams for tensorflow: tensorflow has no collective module" in capsys.readouterr().out
+    prepared_mnist(tmp_path / "data")
+    m = plan.Matrix(("pytorch",), ("lenet-mnist",), "gpu", "smoke", 1, "real",
+                    experiment=experiment("shams-scaleup-gpu"))
+    runs = plan.plan(m, ScriptRunner("ok"), "t2", tmp_path / "r2", tmp_path / "data", 1)
+    assert [(r.request["sweep"]["ranks"], r.gpus) for r in runs] == [(1, 1), (2, 2), (4, 4)]
+    m = plan.Matrix(("pytorch",), ("lenet-mnist",), "cpu", "smoke", 1, "real",
+                    experiment=experiment("shams-scaleup-cpu"))
+    assert {r.gpus for r in plan.plan(m, ScriptRunner("ok"), "t3", tmp_path / "r3", tmp_path / "data", 1)} == {0}

@@ -224,16 +224,25 @@ def test_gpus_all_or_a_list_of_nvml_indices():
                               "set GPUS=all or a comma-separated list of those indices, e.g. GPUS=0,2")
 
 
-def test_a_gpu_run_asks_docker_for_exactly_its_gpu_by_id(tmp_path):
+def test_a_gpu_run_asks_docker_for_exactly_its_gpus_by_id(tmp_path):
     pytest.importorskip("docker")
     slot = runners.gpu_slots(NVML_LISTS, "1")[0]
-    cfg = container_config(_request(tmp_path, "gpu"), tmp_path / "out", (1000, 1000), slot)
+    cfg = container_config(_request(tmp_path, "gpu"), tmp_path / "out", (1000, 1000), (slot,))
     (device_request,) = cfg["device_requests"]
     assert device_request["DeviceIDs"] == [slot.uuid] and device_request["Count"] == 0
     assert device_request["Capabilities"] == [["gpu", "compute", "utility"]]
-    assert cfg["environment"] | slot.env() == cfg["environment"]  # the entrypoint learns which GPU it is
-    without_uuid = container_config(_request(tmp_path, "gpu"), tmp_path / "out", (1000, 1000), runners.GpuSlot(1))
+    # The entrypoint learns which GPU it is.
+    assert {k: cfg["environment"][k] for k in ("DLREPRO_GPU_INDEX", "DLREPRO_GPU_UUID", "DLREPRO_GPU_NAME")} == {
+        "DLREPRO_GPU_INDEX": "1", "DLREPRO_GPU_UUID": slot.uuid, "DLREPRO_GPU_NAME": "NVIDIA A100-SXM4-40GB"}
+    without_uuid = container_config(_request(tmp_path, "gpu"), tmp_path / "out", (1000, 1000), (runners.GpuSlot(1),))
     assert without_uuid["device_requests"][0]["DeviceIDs"] == ["1"]
+    # A data-parallel run given two GPUs asks for both in one request and learns both, rank 0's first.
+    two = tuple(runners.gpu_slots(NVML_LISTS, "2,0"))
+    cfg = container_config(_request(tmp_path, "gpu"), tmp_path / "out", (1000, 1000), two)
+    assert cfg["device_requests"][0]["DeviceIDs"] == [two[0].uuid, two[1].uuid]
+    assert cfg["environment"]["DLREPRO_GPU_INDEX"] == "2,0"
+    from bench.gpu import assigned_gpus
+    assert [g["uuid"] for g in assigned_gpus(cfg["environment"])] == [two[0].uuid, two[1].uuid]
 
 
 def test_a_local_gpu_run_sees_only_its_gpu_in_nvml_order(tmp_path):
@@ -246,7 +255,7 @@ def test_a_local_gpu_run_sees_only_its_gpu_in_nvml_order(tmp_path):
     python.chmod(0o755)
     slot = runners.gpu_slots(NVML_LISTS, "2")[0]
     (tmp_path / "run").mkdir()
-    assert launch_entrypoint(python, tmp_path / "run", 30, pythonpath=str(REPO), gpu=slot).returncode == 0
+    assert launch_entrypoint(python, tmp_path / "run", 30, pythonpath=str(REPO), gpus=(slot,)).returncode == 0
     assert (tmp_path / "run" / "log.txt").read_text().split() == [
         "CUDA_VISIBLE_DEVICES=2", "CUDA_DEVICE_ORDER=PCI_BUS_ID", "DLREPRO_GPU_INDEX=2",
         f"DLREPRO_GPU_UUID={slot.uuid}"]

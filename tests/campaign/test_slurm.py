@@ -34,6 +34,22 @@ def test_the_job_script_is_one_array_task_per_run(tmp_path):
     assert json.loads(b.request_path(runs[0].run_id).read_text()) == runs[0].request
 
 
+def test_runs_needing_different_gpu_counts_go_in_one_array_each(tmp_path):
+    from campaign.plan import PlannedRun
+    from tests.runrecord import minimal_request
+
+    runs = [PlannedRun(minimal_request(seed, device="gpu", sweep={"ranks": ranks}), f"run {seed}")
+            for seed, ranks in enumerate((2, 1, 4, 2))]
+    groups = slurm.by_gpus(runs)
+    assert {k: [r.run_id for r in v] for k, v in groups.items()} == {
+        1: [runs[1].run_id], 2: [runs[0].run_id, runs[3].run_id], 4: [runs[2].run_id]}
+    b = batches.write(tmp_path / "results" / "t", "slurm", groups[4], {"runner": "local"})
+    text = slurm.script(b, slurm.SlurmSettings(runner="local", timeout_s=60, gpus_per_task=4))
+    assert "#SBATCH --gres=gpu:4" in text.splitlines() and "#SBATCH --ntasks=1" in text.splitlines()
+    cpu = [PlannedRun(minimal_request(0), "cpu run")]
+    assert list(slurm.by_gpus(cpu)) == [0]
+
+
 def _cluster_up() -> bool:
     try:
         done = subprocess.run(["scontrol", "ping"], capture_output=True, text=True, timeout=20)

@@ -276,3 +276,43 @@ def test_the_scale_up_experiments_sweep_ranks():
     assert (shi.cpu, shi.split_batch, shi.batch_sizes, [p["ranks"] for p in shi.points()]) == (
         "shi-cpu", True, {"fcn-r-mnist": 4096}, [1, 2, 4])
     assert set(shi.workloads) == {"fcn-r-mnist", "alexnet-r-cifar10", "resnet56-cifar10"}
+
+
+# -- learning_rate: the optimizer's lr (Wu et al.'s learning-rate sweep) -------------------------------------
+def test_a_learning_rate_sweep_sets_the_optimizers_lr_in_each_request_and_its_run_id(tmp_path, monkeypatch):
+    _study_file(tmp_path, monkeypatch, '[experiments.s-cpu]\ndevice = "cpu"\nworkloads = ["cnn-mnist"]\n'
+                'sweep = { learning_rate = [1e-4, 0.01, 1] }\n')
+    experiment = study.experiment("s-cpu")
+    assert experiment.points() == [{"learning_rate": 1e-4}, {"learning_rate": 0.01}, {"learning_rate": 1}]
+    prepared_mnist(tmp_path / "data")
+    m = plan.build_matrix(["pytorch"], ["cnn-mnist"], "cpu", "smoke", 1, "real", experiment=experiment)
+    runs = plan.plan(m, ScriptRunner("ok"), "t", tmp_path / "results" / "t", tmp_path / "data", threads=1)
+    assert len({r.run_id for r in runs}) == 3
+    spec = specs.load("cnn-mnist", "smoke")
+    for run in runs:
+        optimizer = run.request["spec"]["training"]["optimizer"]
+        # Only the rate changes: the optimizer's other settings are the spec's.
+        assert optimizer == {**spec["training"]["optimizer"], "lr": run.request["sweep"]["learning_rate"]}
+    assert spec["training"]["optimizer"]["lr"] == 0.01  # the workload's spec is left alone
+    assert runs[0].label == "pytorch cnn-mnist cpu learning_rate 0.0001 repeat 1"
+
+
+def test_a_learning_rate_point_leaves_the_spec_it_was_applied_to_alone():
+    spec = specs.load("cnn-mnist", "smoke")
+    before = {**spec["training"]["optimizer"]}
+    out = study.apply_point(spec, {"learning_rate": 0.5, "batch_size": 8}, None)
+    assert (out["training"]["optimizer"]["lr"], out["training"]["batch_size"]) == (0.5, 8)
+    assert spec["training"]["optimizer"] == before and spec["training"]["batch_size"] != 8
+
+
+@pytest.mark.parametrize("values", ["[0, 1e-3]", "[-0.1]", "[true]", '["fast"]', "[]", "0.01"])
+def test_a_bad_learning_rate_sweep_is_refused_in_one_line(tmp_path, monkeypatch, values):
+    _refused_in_one_line(tmp_path, monkeypatch, f"sweep = {{ learning_rate = {values} }}\n",
+                         "sweeps learning_rate over")
+    with pytest.raises(UsageError, match="give a list of positive numbers$"):
+        study.load_study("s")
+
+
+def test_batch_size_and_thread_sweeps_still_take_whole_numbers_only(tmp_path, monkeypatch):
+    _refused_in_one_line(tmp_path, monkeypatch, "sweep = { batch_size = [0.5] }\n",
+                         "sweeps batch_size over [0.5]; give a list of positive whole numbers")

@@ -34,7 +34,7 @@ def test_one_dockerfile_per_era_and_every_framework_has_a_lock_in_both():
 
 def test_framework_packages_are_build_arguments():
     assert images.ImageSpec("theano").packages()["FRAMEWORK_PACKAGES"].split() == [
-        "g++=4:12.2.0-3", "python3-dev=3.11.2-1+b1", "libopenblas-dev=0.3.21+ds-4"]
+        "g++=4:12.2.0-3", "python3-dev=3.11.2-1+b1", "libopenblas-dev=0.3.21+ds-4", "libblas-dev=3.11.0-2"]
     assert images.ImageSpec("pytorch").packages()["FRAMEWORK_PACKAGES"] == ""
     era = {images.ImageSpec(fw).packages()["ERA_PACKAGES"] for fw in FRAMEWORKS}
     assert len(era) == 1 and "python3=3.11.2-1+b1" in era.pop()  # one shared layer for the era

@@ -40,6 +40,7 @@ the CPU) has no build for Python 3.11, so the CPU path is plain NumPy.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import platform
@@ -74,6 +75,7 @@ _LOSS_NAMES = {
     "categorical": "softmax_cross_entropy",
     "binary": "sigmoid_cross_entropy",
     "sequence": "softmax_cross_entropy over the counted tokens' rows (mean = sum / counted tokens)",
+    "features": "none: a features model (model.output = 'features') is only run forward (infer)",
 }
 
 
@@ -215,6 +217,20 @@ class _LSTM(chainer.Chain):
         return list(ys) if self.return_sequences else hy[-1]
 
 
+class _GRU(chainer.Chain):
+    """links.NStepGRU (cuDNN's form: b_ih and b_hh per gate) over a list of sequences (one layer, no dropout)."""
+
+    def __init__(self, input_size: int, units: int, return_sequences: bool):
+        super().__init__()
+        self.return_sequences = return_sequences
+        with self.init_scope():
+            self.gru = L.NStepGRU(1, input_size, units, 0.0)
+
+    def forward(self, xs: list) -> Any:
+        hy, ys = self.gru(None, xs)  # hy: (layers, batch, units), each sequence's state after its last element
+        return list(ys) if self.return_sequences else hy[-1]
+
+
 class SpecChain(chainer.Chain):
     """A stack of links and functions built from a spec; token ids and lengths go to the embedding.
 
@@ -255,6 +271,8 @@ class SpecChain(chainer.Chain):
                 x = fn(x, lengths)
             elif kind == "lstm":  # takes the whole list of sequences
                 x = fn(x, *state) if fn.takes_state else fn(x)
+            elif kind == "gru":  # takes the whole list of sequences
+                x = fn(x)
             elif isinstance(x, list) and kind == "dense":  # every step at once: one GEMM over the real steps
                 x = fn(F.concat(x, axis=0))
             elif isinstance(x, list):  # elementwise steps on a list of sequences
@@ -305,6 +323,9 @@ def _build_stack(layers: list[modelplan.Layer], returns_state: bool = False, cal
                                         layer.pads, layer["bias"])))
         elif kind == "avgpool2d":
             steps.append((kind, _AvgPool2D(layer)))
+        elif kind == "lrn":  # Chainer's alpha is TensorFlow's (not divided by the window n)
+            steps.append((kind, functools.partial(F.local_response_normalization, n=modelplan.lrn_size(layer),
+                                                  k=layer["bias"], alpha=layer["alpha"], beta=layer["beta"])))
         elif kind == "global_avgpool":
             steps.append((kind, lambda x: F.mean(x, axis=(2, 3))))
         elif kind == "batchnorm":  # Chainer's decay is the plan's (Keras') momentum; mode: chainer.config.train
@@ -340,12 +361,18 @@ def _build_stack(layers: list[modelplan.Layer], returns_state: bool = False, cal
             state_out = returns_state and i == len(layers) - 1
             steps.append((kind, _LSTM(layer.input.features, layer["units"], layer["return_sequences"],
                                       returns_state=state_out, takes_state=layer["initial_state"] == "encoder")))
+        elif kind == "gru":
+            if concatenated:
+                raise modelplan.SpecError(f"layer {i}: gru needs a list of sequences "
+                                          "(not the output of a per-step dense layer)")
+            steps.append((kind, _GRU(layer.input.features, layer["units"], layer["return_sequences"])))
         activation = layer.get("activation")
         if activation not in (None, "linear"):
             steps.append(("activation", _ACTIVATIONS[activation]))
     takes_ids = bool(steps) and steps[0][0] == "embedding"
-    if takes_ids and any(layer.type == "lstm" and not layer["use_lengths"] for layer in layers):
-        use_lengths = False  # one LSTM reading the padding means the sequences are the padded rows
+    if takes_ids and any(layer.type == "gru" or (layer.type == "lstm" and not layer["use_lengths"])
+                         for layer in layers):
+        use_lengths = False  # one LSTM (or a GRU) reading the padding means the sequences are the padded rows
     return SpecChain(steps, takes_ids, use_lengths, caller_lengths)
 
 
@@ -529,9 +556,7 @@ class ChainerTrainer:
     def step(self) -> float:
         """One update on the next batch of the training set in order (wrapping around); its mean loss,
         checked before the update as train_epoch checks it."""
-        if self._ring is None:
-            self._ring = common.StepRing(len(self.train["y"]), self.batch_size)
-            self._ring_dev = self.device.send(self._ring.ring)
+        self._start_ring()
         rows = self._ring.take()
         batch = self._rows(self.train, self._ring.ring[rows], self._ring_dev[rows])
         self.steps += 1
@@ -542,6 +567,23 @@ class ChainerTrainer:
                 raise NonFiniteLoss(f"loss became {value} at step {self.steps} (Trainer.step)")
             self._update(loss)
         return value
+
+    def _start_ring(self) -> None:
+        """step()'s and infer()'s batch order (common.StepRing) and its rows on the device, made once."""
+        if self._ring is None:
+            self._ring = common.StepRing(len(self.train["y"]), self.batch_size)
+            self._ring_dev = self.device.send(self._ring.ring)
+
+    def infer(self) -> np.ndarray:
+        """One forward pass with chainer.config.train False (batchnorm's moving statistics, dropout off) and
+        enable_backprop False (no graph kept) on the next batch of the training set in order, wrapping around as
+        step() does; its outputs copied to the host (N, output values), as ilkarman's feature extraction does."""
+        self._start_ring()
+        rows = self._ring.take()
+        batch = self._rows(self.train, self._ring.ring[rows], self._ring_dev[rows])
+        with chainer.using_config("train", False), chainer.using_config("enable_backprop", False), \
+                chainer.using_config("type_check", False):
+            return cuda.to_cpu(self._logits(batch).array)
 
     def train_epoch(self) -> tuple[float, float | None]:
         """One pass in training mode; (mean loss, training accuracy), per example or per counted token."""
@@ -619,6 +661,9 @@ class ChainerTrainer:
             kernels["residual"] = "activation(branch(x) + shortcut(x)); projection = 1x1 Convolution2D(nobias) + BN"
         if "concat" in types:
             kernels["concat"] = "functions.concat of the branches' outputs on channels (axis 1, NCHW)"
+        if "lrn" in types:
+            kernels["lrn"] = ("functions.local_response_normalization across channels (NCHW; n = 2 * depth_radius + 1, "
+                              "k = bias, alpha and beta as the plan's: Chainer does not divide alpha by n)")
         if "conv2d" in types:
             kernels["conv2d"] = (
                 "links.Convolution2D (cuDNN, autotune on)" if cudnn
@@ -639,6 +684,9 @@ class ChainerTrainer:
                 kernels["lstm_decoder"] = (
                     "NStepLSTM from (hx, cx) = the encoder's (hy, cy), over each row's first y_len steps of x_dec"
                 )
+        if "gru" in types:
+            kernels["gru"] = ("links.NStepGRU (cuDNN fused RNN)" if cudnn else "links.NStepGRU (CPU: functions."
+                              "n_step_gru, a NumPy loop over time steps)") + ", every step including padding"
         if self.kind == "sequence":
             kernels["dense"] = "links.Linear over the concatenated real steps: one GEMM over (sum of lengths, units)"
         if self.gpu:
@@ -664,7 +712,8 @@ class ChainerTrainer:
             "data_layout": "NCHW (converted once at setup)" if self.spec_model.input_shape
             else "ids (N, T) -> list of real-length sequences",
             "input_pipeline": "whole split as device arrays, rows picked by a seeded permutation each epoch",
-            "loss": _LOSS_NAMES[self.kind] + " on logits (output activation folded into the loss)",
+            "loss": _LOSS_NAMES[self.kind] + ("" if self.kind == modelplan.FEATURES
+                                              else " on logits (output activation folded into the loss)"),
             "optimizer": self.opt_settings,
             "optimizer_impl": {"sgd": "optimizers.SGD / MomentumSGD", "adam": "optimizers.Adam(alpha=lr, eps)",
                                "adadelta": "optimizers.AdaDelta(rho, eps): no learning rate, i.e. Keras' lr 1.0"}

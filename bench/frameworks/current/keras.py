@@ -57,6 +57,33 @@ def versions() -> dict[str, str]:
     return out
 
 
+class LocalResponseNormalization(keras.layers.Layer):
+    """Local response normalization in the plan's (TensorFlow's) convention, written with keras.ops: Keras 3 has
+    no such layer. Channels last: each value divided by (bias + alpha * the sum of the squares of the
+    2 * depth_radius + 1 channels around it, zeros past the first and the last)**beta."""
+
+    def __init__(self, depth_radius: int, bias: float, alpha: float, beta: float, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.depth_radius, self.bias, self.alpha, self.beta = depth_radius, bias, alpha, beta
+
+    def call(self, x: Any) -> Any:
+        ops, r = keras.ops, self.depth_radius
+        channels = x.shape[-1]
+        squares = ops.pad(ops.square(x), [(0, 0)] * (len(x.shape) - 1) + [(r, r)])
+        # The window's sum: the padded squares shifted by each of its 2r + 1 offsets, added.
+        total = squares[..., :channels]
+        for offset in range(1, 2 * r + 1):
+            total = total + squares[..., offset : offset + channels]
+        return x / ops.power(self.bias + self.alpha * total, self.beta)
+
+    def compute_output_shape(self, input_shape: tuple) -> tuple:
+        return input_shape
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "depth_radius": self.depth_radius, "bias": self.bias, "alpha": self.alpha,
+                "beta": self.beta}
+
+
 def build_model(model: modelplan.ModelPlan, steps: int | None) -> keras.Model:
     """Translate planned layers into a Keras model (Keras infers the shapes it passes on).
 
@@ -145,6 +172,8 @@ def _layer(layer: modelplan.Layer, mask_zero: bool, return_state: bool = False) 
         return layers.MaxPooling2D(layer["pool"], strides=layer["stride"], padding=layer["padding"])
     if kind == "avgpool2d":  # TensorFlow's 'same' average counts the real values only, as the plan defines
         return layers.AveragePooling2D(layer["pool"], strides=layer["stride"], padding=layer["padding"])
+    if kind == "lrn":  # the plan's parameters as given: the layer computes TensorFlow's formula
+        return LocalResponseNormalization(layer["depth_radius"], layer["bias"], layer["alpha"], layer["beta"])
     if kind == "global_avgpool":
         return layers.GlobalAveragePooling2D()
     if kind == "batchnorm":  # the plan's momentum is Keras' own convention
@@ -160,6 +189,8 @@ def _layer(layer: modelplan.Layer, mask_zero: bool, return_state: bool = False) 
         return layers.Dense(layer["units"], activation=layer["activation"])
     if kind == "embedding":
         return layers.Embedding(layer["input_dim"], layer["output_dim"], mask_zero=mask_zero)
+    if kind == "gru":  # reset_after (Keras 3's default, said here): cuDNN's form, two bias vectors per gate set
+        return layers.GRU(layer["units"], return_sequences=layer["return_sequences"], reset_after=True)
     # Default activations, no recurrent dropout, unroll=False: the cuDNN-eligible settings.
     return layers.LSTM(layer["units"], return_sequences=layer["return_sequences"], return_state=return_state)
 
@@ -232,6 +263,8 @@ class KerasTrainer:
 
     def _loss_and_metrics(self) -> tuple[keras.losses.Loss, dict[str, list]]:
         """The compiled loss and the compile() metrics argument for the spec's kind of labels."""
+        if self.kind == modelplan.FEATURES:  # only run forward (infer): nothing to train or score
+            return None, {}
         if self.kind == "categorical":
             loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
             return loss, {"metrics": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]}
@@ -290,6 +323,15 @@ class KerasTrainer:
         if not math.isfinite(value):
             raise NonFiniteLoss(f"loss became {value} at step {self.steps} (Trainer.step)")
         return value
+
+    def infer(self) -> np.ndarray:
+        """One predict_on_batch() (Keras' compiled predict function: model(x, training=False)) on the next
+        batch of the training set in order, wrapping around as step() does; its outputs on the host
+        (N, output values), as ilkarman's Keras feature extraction does."""
+        if self._ring is None:
+            self._ring = common.StepRing(len(self.y_train), self.batch_size)
+        idx = self._ring.ring[self._ring.take()]
+        return np.asarray(self.model.predict_on_batch(self._rows(self.x_train, idx)))
 
     def train_epoch(self) -> tuple[float, float | None]:
         """One fit() epoch; (mean loss per example or per counted token, training accuracy over the epoch)."""
@@ -362,6 +404,9 @@ class KerasTrainer:
                                    "projection 1x1 Conv2D + BN")
         if "concat" in types:
             kernels["concat"] = "functional keras.Model: Concatenate(axis=-1)(branches) (channels_last)"
+        if "lrn" in types:
+            kernels["lrn"] = ("LocalResponseNormalization, a keras.layers.Layer of keras.ops (Keras 3 has none): "
+                              "squares padded on the channel axis, the 2 * depth_radius + 1 shifted slices added")
         if "conv2d" in types:
             onednn = os.environ.get("TF_ENABLE_ONEDNN_OPTS", "1") != "0"
             kernels["conv2d"] = "keras.layers.Conv2D (" + (
@@ -376,6 +421,10 @@ class KerasTrainer:
                 kernels["lstm_lengths"] = "Embedding(mask_zero=True): state after the last real token"
             if self.seq2seq:
                 kernels["lstm_state"] = "encoder LSTM(return_state=True) -> decoder LSTM(initial_state=[h, c])"
+        if "gru" in types:
+            kernels["gru"] = "keras.layers.GRU(reset_after=True) " + (
+                "(cuDNN path eligible: default activations, no mask)" if gpu
+                else "(TensorFlow CPU loop over all steps; cuDNN needs a GPU)")
         if self.kind == "sequence":
             kernels["dense"] = "keras.layers.Dense on (N, T, units): one matmul over (N*T, units)"
         return kernels
@@ -386,6 +435,8 @@ class KerasTrainer:
         return "token ids (N, T): x and x_dec, functional inputs" if self.seq2seq else "token ids (N, T)"
 
     def _loss_description(self) -> str:
+        if self.kind == modelplan.FEATURES:
+            return "none: a features model (model.output = 'features') is only run forward (infer)"
         if self.kind == "sequence":
             return (
                 "SparseCategoricalCrossentropy(from_logits=True, reduction='mean_with_sample_weight') per step"

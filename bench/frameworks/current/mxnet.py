@@ -65,6 +65,7 @@ _LOSS_NAMES = {
     "binary": "gluon.loss.SigmoidBinaryCrossEntropyLoss(from_sigmoid=False)",
     "sequence": "gluon.loss.SoftmaxCrossEntropyLoss(sparse_label=True) per token (logits as (N*T, classes), "
     "sample_weight = the 0/1 token mask; batch loss = sum / counted tokens)",
+    "features": "none: a features model (model.output = 'features') is only run forward (infer)",
 }
 
 
@@ -137,6 +138,19 @@ class _Concat(gluon.HybridBlock):
 
     def hybrid_forward(self, F, x):  # noqa: N803
         return F.concat(*[branch(x) for branch in self.branches], dim=1)
+
+
+class _LRN(gluon.HybridBlock):
+    """MXNet's LRN operator across the channels (NCHW: axis 1). MXNet divides alpha by the window (nsize), the
+    plan (TensorFlow) does not: the operator gets the plan's alpha times the window."""
+
+    def __init__(self, layer: modelplan.Layer, **kwargs):
+        super().__init__(**kwargs)
+        self.nsize = modelplan.lrn_size(layer)
+        self.alpha, self.beta, self.knorm = layer["alpha"] * self.nsize, layer["beta"], layer["bias"]
+
+    def hybrid_forward(self, F, x):  # noqa: N803
+        return F.LRN(x, alpha=self.alpha, beta=self.beta, knorm=self.knorm, nsize=self.nsize)
 
 
 def _avgpool(layer: modelplan.Layer) -> list[gluon.HybridBlock]:
@@ -227,6 +241,24 @@ class _LSTM(gluon.HybridBlock):
         return tuple(F.SequenceLast(s, sequence_length=lengths, use_sequence_length=True, axis=0) for s in (hs, cs))
 
 
+class _GRU(gluon.HybridBlock):
+    """Gluon's fused rnn.GRU (cuDNN's form: i2h and h2h biases) on a time-major (T, N, C) batch, every step read."""
+
+    def __init__(self, input_size: int, units: int, return_sequences: bool, **kwargs):
+        super().__init__(**kwargs)
+        self.return_sequences = return_sequences
+        with self.name_scope():
+            self.gru = rnn.GRU(units, layout="TNC", input_size=input_size)
+
+    def hybrid_forward(self, F, x):  # noqa: N803
+        out = self.gru(x)
+        if self.return_sequences:
+            return out
+        # The last step by slicing: F.SequenceLast without sequence lengths segfaults in the backward pass
+        # here (MXNet 1.9.1 CPU, a (500, 64, 100) RNN output; it does for rnn.LSTM's too).
+        return F.squeeze(F.slice_axis(out, axis=0, begin=-1, end=None), axis=0)
+
+
 class _BatchMajor(gluon.HybridBlock):
     """(T, N, C) -> (N, T, C): per-step outputs leave the model batch-major, like the labels."""
 
@@ -309,6 +341,8 @@ def _build_stack(layers: list[modelplan.Layer], gpu: bool, returns_state: bool =
             act = None
         elif kind == "avgpool2d":
             blocks += _avgpool(layer)
+        elif kind == "lrn":
+            blocks.append(_LRN(layer))
         elif kind == "global_avgpool":
             blocks += [nn.GlobalAvgPool2D(layout="NCHW"), nn.Flatten()]
         elif kind == "batchnorm":  # Gluon's momentum is Keras' (the moving statistics' weight), axis 1 = channels
@@ -346,6 +380,11 @@ def _build_stack(layers: list[modelplan.Layer], gpu: bool, returns_state: bool =
             blocks.append(_LSTM(layer.input.features, layer["units"], layer["use_lengths"], layer["return_sequences"],
                                 gpu, returns_state=state_out, takes_state=layer["initial_state"] == "encoder"))
             takes_lengths = takes_lengths or layer["use_lengths"]
+        elif kind == "gru":
+            if batch_major:
+                raise modelplan.SpecError(f"layer {i}: gru needs a time-major sequence input "
+                                          "(not the output of a per-step dense layer)")
+            blocks.append(_GRU(layer.input.features, layer["units"], layer["return_sequences"]))
         if act is not None:
             blocks.append(nn.Activation(act))
     time_major = bool(layers) and layers[0].type == "embedding"
@@ -579,9 +618,7 @@ class MXNetTrainer:
         Only the loss is checked: train_epoch's parameter check (oneDNN's ReLU) reads every weight,
         which would be timed with the step; check_finite() does it once the timed steps are over.
         """
-        if self._ring is None:
-            self._ring = common.StepRing(len(self.train.counts), self.batch_size)
-            self._ring_nd = nd.array(self._ring.ring, ctx=self.ctx, dtype="int32")
+        self._start_ring()
         rows = self._ring.take()
         count = int(self.train.counts[self._ring.ring[rows]].sum())  # examples, or counted tokens
         _, loss = self._train_batch(self.train.rows(self._ring_nd[rows]), count)
@@ -590,6 +627,20 @@ class MXNetTrainer:
         if not math.isfinite(value):
             raise NonFiniteLoss(f"loss became {value} at step {self.steps} (Trainer.step)")
         return value
+
+    def _start_ring(self) -> None:
+        """step()'s and infer()'s batch order (common.StepRing) and its rows on the context, made once."""
+        if self._ring is None:
+            self._ring = common.StepRing(len(self.train.counts), self.batch_size)
+            self._ring_nd = nd.array(self._ring.ring, ctx=self.ctx, dtype="int32")
+
+    def infer(self) -> np.ndarray:
+        """One forward pass of the hybridized net outside autograd.record (Gluon's inference mode: batchnorm's
+        moving statistics, dropout off, no gradient) on the next batch of the training set in order, wrapping
+        around as step() does; its outputs copied to the host (N, output values), as ilkarman's feature
+        extraction does."""
+        self._start_ring()
+        return self._logits(self.train.rows(self._ring_nd[self._ring.take()])).asnumpy()
 
     def check_finite(self) -> None:
         """Raise NonFiniteLoss if a parameter is NaN or infinite (after step()s; untimed)."""
@@ -659,6 +710,10 @@ class MXNetTrainer:
             kernels["residual"] = "activation(branch(x) + shortcut(x)); projection = 1x1 Conv2D(use_bias=False) + BN"
         if "concat" in types:
             kernels["concat"] = "F.concat of the branches' outputs on channels (dim 1, NCHW)"
+        if "lrn" in types:
+            kernels["lrn"] = ("F.LRN across channels (NCHW; nsize = 2 * depth_radius + 1, alpha = the plan's alpha * "
+                              "nsize: MXNet divides by the window, TensorFlow does not; knorm = bias" +
+                              (", oneDNN)" if onednn and not self.gpu else ")"))
         if "conv2d" in types:
             if self.gpu:
                 autotune = os.environ.get("MXNET_CUDNN_AUTOTUNE_DEFAULT", "1")
@@ -684,6 +739,9 @@ class MXNetTrainer:
                     "over the padded batch; nd.SequenceLast picks (h, c) at each source's last real step"
                 )
                 kernels["lstm_decoder"] = "fused gluon.rnn.LSTM from begin_state = the encoder's (h, c)"
+        if "gru" in types:
+            kernels["gru"] = "gluon.rnn.GRU, TNC (fused RNN operator, " + ("cuDNN)" if self.gpu else "CPU" + (
+                ", oneDNN)" if onednn and os.environ.get("MXNET_USE_MKLDNN_RNN", "1") != "0" else ")"))
         if self.kind == "sequence":
             kernels["dense"] = "gluon.nn.Dense(flatten=False) at every step: one GEMM over (N*T, units)"
         if self.gpu:
@@ -711,7 +769,8 @@ class MXNetTrainer:
             ),
             "input_pipeline": "whole split as NDArrays on the context, rows gathered with nd.take by a seeded "
             "permutation each epoch",
-            "loss": _LOSS_NAMES[self.kind] + " on logits (output activation folded into the loss)",
+            "loss": _LOSS_NAMES[self.kind] + ("" if self.kind == modelplan.FEATURES
+                                              else " on logits (output activation folded into the loss)"),
             "optimizer": self.opt_settings,
             "optimizer_impl": f"gluon.Trainer(kvstore=None) with mx.optimizer '{self.opt_settings['name']}'"
             + (" (AdaDelta(rho, epsilon): no learning rate, i.e. Keras' lr 1.0)"

@@ -41,6 +41,7 @@ _LOSS_NAMES = {
     "categorical": "CrossEntropyLoss",
     "binary": "BCEWithLogitsLoss",
     "sequence": "CrossEntropyLoss over every counted step (ignore_index for padding), mean per token",
+    "features": "none: a features model (model.output = 'features') is only run forward (infer)",
 }
 
 _ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh, "sigmoid": nn.Sigmoid}
@@ -105,6 +106,19 @@ class _LSTM(nn.Module):
             steps = torch.arange(x.shape[1], device=x.device)
             return out * (steps[None, :] < lengths[:, None]).unsqueeze(-1)
         return out[torch.arange(x.shape[0], device=x.device), lengths - 1]
+
+
+class _GRU(nn.Module):
+    """torch.nn.GRU (cuDNN's form: b_ih and b_hh per gate) over every step; the last step's state or all steps."""
+
+    def __init__(self, input_size: int, units: int, return_sequences: bool):
+        super().__init__()
+        self.gru = nn.GRU(input_size, units, batch_first=True)
+        self.return_sequences = return_sequences
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out, h_n = self.gru(x)
+        return out if self.return_sequences else h_n[-1]
 
 
 class _Rescale(nn.Module):
@@ -206,6 +220,9 @@ def _modules(layers: list[modelplan.Layer]) -> list[nn.Module]:
         elif kind == "batchnorm":  # PyTorch's momentum is the batch statistics' weight: 1 - the plan's
             norm = nn.BatchNorm2d if layer.input.kind == modelplan.IMAGE else nn.BatchNorm1d
             mods.append(norm(layer.input.features, eps=layer["epsilon"], momentum=1.0 - layer["momentum"]))
+        elif kind == "lrn":  # PyTorch divides alpha by the window (size): the plan's alpha (TensorFlow's) times it
+            size = modelplan.lrn_size(layer)
+            mods.append(nn.LocalResponseNorm(size, alpha=layer["alpha"] * size, beta=layer["beta"], k=layer["bias"]))
         elif kind == "global_avgpool":
             mods += [nn.AdaptiveAvgPool2d(1), nn.Flatten()]
         elif kind == "dropout":
@@ -219,6 +236,8 @@ def _modules(layers: list[modelplan.Layer]) -> list[nn.Module]:
         elif kind == "lstm":
             mods.append(_LSTM(layer.input.features, layer["units"], layer["use_lengths"], layer["return_sequences"],
                               takes_state=layer["initial_state"] == "encoder"))
+        elif kind == "gru":
+            mods.append(_GRU(layer.input.features, layer["units"], layer["return_sequences"]))
         activation = layer.get("activation")
         if activation not in (None, "linear"):
             mods.append(_ACTIVATIONS[activation]())
@@ -279,8 +298,8 @@ def check_parallel(device: str, ranks: int) -> None:
         have = torch.cuda.device_count()
         if have < ranks:
             raise RuntimeError(f"{ranks} data-parallel NCCL ranks need {ranks} GPUs, one each; this run sees {have} "
-                               "(a campaign gives each run one GPU so far: run its request.json with `python -m bench "
-                               "run` where it sees them all, or sweep fewer ranks)")
+                               "(a campaign gives such a run one GPU per rank: check CUDA_VISIBLE_DEVICES, or sweep "
+                               "fewer ranks)")
 
 
 def _set_threads() -> None:
@@ -425,12 +444,29 @@ class TorchTrainer:
         self.optimizer.step()
         return logits, loss
 
-    def step(self) -> float:
-        """One update on the next batch of the training set in order (wrapping around); its mean loss."""
+    def _start_ring(self) -> None:
+        """step()'s and infer()'s batch order (common.StepRing), its rows on the device and the CPU, made once."""
         if self._ring is None:
             self._ring = common.StepRing(len(self.train_split["y"]), self.batch_size)
             ring = torch.from_numpy(self._ring.ring)
             self._ring_rows = (ring.to(self.device), ring)
+
+    @torch.inference_mode()
+    def infer(self) -> np.ndarray:
+        """One forward pass of the bare model in inference mode (eval: batchnorm's moving statistics, dropout
+        off; no autograd) on the next batch of the training set in order, wrapping around as step() does; its
+        outputs copied to the host (N, output values), as ilkarman's feature extraction does."""
+        self._start_ring()
+        if self.net.training:
+            self.net.eval()
+        rows = self._ring.take()
+        inputs = {k: v for k, v in self.train_split.items() if k != "y"}  # the labels are not read
+        return self._logits(self._rows(inputs, self._ring_rows[0][rows], self._ring_rows[1][rows]),
+                            self.net).cpu().numpy()
+
+    def step(self) -> float:
+        """One update on the next batch of the training set in order (wrapping around); its mean loss."""
+        self._start_ring()
         if not self.model.training:
             self.model.train()
         rows = self._ring.take()
@@ -531,6 +567,9 @@ class TorchTrainer:
                                    "+ BatchNorm2d")
         if "concat" in types:
             kernels["concat"] = "torch.cat of the branches' outputs on channels (dim 1, NCHW)"
+        if "lrn" in types:
+            kernels["lrn"] = ("torch.nn.LocalResponseNorm (size = 2 * depth_radius + 1, alpha = the plan's alpha * "
+                              "size: PyTorch divides by the window, TensorFlow does not; k = bias)")
         if "lstm" in types:
             if cudnn:
                 kernels["lstm"] = "torch.nn.LSTM (cuDNN)"
@@ -538,6 +577,8 @@ class TorchTrainer:
                 kernels["lstm"] = "torch.nn.LSTM (CPU, oneDNN)" if torch.backends.mkldnn.is_available() else (
                     "torch.nn.LSTM (CPU)"
                 )
+        if "gru" in types:
+            kernels["gru"] = "torch.nn.GRU (" + ("cuDNN" if cudnn else "CPU") + "), every step including padding"
         if self.spec_model.encoder is not None:
             kernels["lstm_lengths"] = ("encoder: pack_padded_sequence(enforce_sorted=False), final (h, c) at the "
                                        "last real token; decoder: from that state over the whole padded batch")
@@ -554,7 +595,8 @@ class TorchTrainer:
             "cudnn_benchmark": bool(torch.backends.cudnn.benchmark) if self.cuda else False,
             "data_layout": "NCHW (converted once at setup)" if self.spec_model.input_shape else "ids (N, T)",
             "input_pipeline": "whole split as device tensors, rows picked by a seeded permutation each epoch",
-            "loss": _LOSS_NAMES[self.kind] + " on logits (output activation folded into the loss)",
+            "loss": _LOSS_NAMES[self.kind] + ("" if self.kind == modelplan.FEATURES
+                                              else " on logits (output activation folded into the loss)"),
             "optimizer": self.opt_settings,
             "weight_decay_rule": common.WEIGHT_DECAY_RULE,
         }

@@ -300,6 +300,20 @@ class _Concat:
         return tf.concat([branch(x, training)[0] for branch in self.branches], axis=-1)
 
 
+class _LRN:
+    """tf.nn.local_response_normalization over the channels (NHWC: the last axis), the plan's own convention."""
+
+    def __init__(self, layer: modelplan.Layer):
+        self.settings = {key: layer[key] for key in ("depth_radius", "bias", "alpha", "beta")}
+
+    @property
+    def trainable_variables(self) -> list:
+        return []  # no parameters
+
+    def __call__(self, x: tf.Tensor) -> tf.Tensor:
+        return tf.nn.local_response_normalization(x, **self.settings)
+
+
 # Layers whose call takes `training` (dropout on in training, batchnorm's batch statistics vs moving ones).
 _TRAINING_AWARE = (keras.layers.Dropout, keras.layers.BatchNormalization, _Residual, _Concat)
 
@@ -361,6 +375,8 @@ def _build_stack(spec_layers: list[modelplan.Layer], device: str, what: str, sta
             # is the spec's definition.
             pool = layers.MaxPooling2D if kind == "maxpool2d" else layers.AveragePooling2D
             stack.append(pool(layer["pool"], strides=layer["stride"], padding=layer["padding"]))
+        elif kind == "lrn":
+            stack.append(_LRN(layer))
         elif kind == "global_avgpool":
             stack.append(layers.GlobalAveragePooling2D())
         elif kind == "batchnorm":  # the plan's momentum is Keras' (the moving statistics' weight)
@@ -382,6 +398,8 @@ def _build_stack(spec_layers: list[modelplan.Layer], device: str, what: str, sta
             stack.append(layers.Dense(layer["units"], activation=layer["activation"]))
         elif kind == "embedding":
             stack.append(layers.Embedding(layer["input_dim"], layer["output_dim"]))
+        elif kind == "gru":  # the Keras module's layer: reset_after is cuDNN's form (two bias vectors per gate set)
+            stack.append(layers.GRU(layer["units"], return_sequences=layer["return_sequences"], reset_after=True))
         elif kind == "lstm":
             if layer["use_lengths"] and not any(p["type"] == "embedding" for p in spec_layers[:i]):
                 raise modelplan.SpecError(f"{what} {i}: use_lengths needs an embedding before the lstm")
@@ -445,6 +463,7 @@ class TFTrainer:
             signature[0]["x"] = tf.TensorSpec((None, *self.train["x"].shape[1:]), tf.float32)
         self.train_step = tf.function(self._train_step, input_signature=signature)
         self.eval_step = tf.function(self._eval_step, input_signature=signature)
+        self.infer_step = tf.function(self._infer_step, input_signature=signature)
         if self.seq2seq:  # any source and target length (the probe cuts the source padding)
             ids = tf.TensorSpec((None, None), tf.int32)
             self.predict_step = tf.function(self._predict_step, input_signature=[{"x": ids, "x_dec": ids}])
@@ -542,6 +561,9 @@ class TFTrainer:
         _, count, hits = self._sums(self._logits(batch, training=False), batch)
         return count, hits
 
+    def _infer_step(self, batch: dict[str, tf.Tensor]) -> tf.Tensor:
+        return self._logits(batch, training=False)
+
     def _predict_step(self, inputs: dict[str, tf.Tensor]) -> tf.Tensor:
         return self.model(inputs, training=False)
 
@@ -561,6 +583,14 @@ class TFTrainer:
         if not math.isfinite(value):
             raise NonFiniteLoss(f"loss became {value} at step {self.steps} (Trainer.step)")
         return value
+
+    def infer(self) -> np.ndarray:
+        """One forward pass (the compiled infer_step: model(x, training=False), no tape, batchnorm's moving
+        statistics) on the next batch of the training set in order, wrapping around as step() does; its outputs
+        copied to the host (N, output values), as ilkarman's feature extraction does."""
+        if self._step_batches is None:
+            self._step_batches = iter(self._dataset(self.train, shuffle=False, ring=True))
+        return self.infer_step(next(self._step_batches)).numpy()
 
     def train_epoch(self) -> tuple[float, float | None]:
         """One pass in training mode; (mean loss, training accuracy) per example or counted token."""
@@ -647,6 +677,8 @@ class TFTrainer:
             kernels["residual"] = "activation(branch(x) + shortcut(x)); projection = 1x1 Conv2D(use_bias=False) + BN"
         if "concat" in types:
             kernels["concat"] = "tf.concat of the branches' outputs on channels (the last axis, NHWC)"
+        if "lrn" in types:
+            kernels["lrn"] = "tf.nn.local_response_normalization on the last axis (NHWC), the plan's own parameters"
         if "conv2d" in types:
             onednn = os.environ.get("TF_ENABLE_ONEDNN_OPTS", "1") != "0"
             kernels["conv2d"] = "tf.keras.layers.Conv2D (" + (
@@ -672,6 +704,10 @@ class TFTrainer:
                     kernels["lstm_lengths"] = "padded batch up to its longest sequence; output at each last real step"
             if self.seq2seq:
                 kernels["lstm_state"] = "encoder LSTM's final (h, c) at the last real step -> decoder initial state"
+        if "gru" in types:
+            kernels["gru"] = "tf.keras.layers.GRU(reset_after=True) " + (
+                "(cuDNN: default activations, no mask)" if self.gpu
+                else "(Keras' CPU loop over all steps, padding included)")
         if self.kind == "sequence":
             kernels["dense"] = "tf.keras.layers.Dense on (N, T, units): one matmul over (N*T, units)"
         return kernels
@@ -682,6 +718,8 @@ class TFTrainer:
         return "token ids (N, T): x and x_dec" if self.seq2seq else "token ids (N, T)"
 
     def _loss_description(self) -> str:
+        if self.kind == modelplan.FEATURES:
+            return "none: a features model (model.output = 'features') is only run forward (infer)"
         if self.kind == "sequence":
             return ("tf.nn.sparse_softmax_cross_entropy_with_logits per step (output activation folded into "
                     "the loss), summed over counted tokens / their number")

@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import modelplan
+from bench import blas_backends, modelplan
 from bench.frameworks import NonFiniteLoss, common
 
 NAME = "theano"
@@ -228,6 +228,8 @@ class SpecNet:
             elif kind == "concat":
                 step["branches"] = [self._build(branch, rng, f"{prefix}concat{i}.branch{b}.")
                                     for b, branch in enumerate(layer.branches)]
+            elif kind == "lrn":
+                step.update({key: layer[key] for key in ("depth_radius", "bias", "alpha", "beta")})
             elif kind == "dropout":
                 step["rate"] = float(layer["rate"])
             elif kind == "dense":  # on a sequence: the same dense at every step
@@ -255,6 +257,17 @@ class SpecNet:
                             return_sequences=bool(layer["return_sequences"]),
                             takes_state=layer["initial_state"] == "encoder")
                 self.uses_lengths = self.uses_lengths or bool(layer["use_lengths"])
+            elif kind == "gru":
+                n_in, units = layer.input.features, layer["units"]
+                # Keras' GRU(reset_after=True): gates (z, r, h) side by side, Glorot-uniform input kernel,
+                # orthogonal recurrent kernel, an input bias and a recurrent bias per gate (zeros).
+                W = _shared(_glorot_uniform(rng, (n_in, 3 * units), n_in, 3 * units), f"{prefix}gru{i}.W")
+                U = _shared(_orthogonal(rng, units, 3 * units), f"{prefix}gru{i}.U")
+                b = _shared(np.zeros(3 * units), f"{prefix}gru{i}.b")
+                b_rec = _shared(np.zeros(3 * units), f"{prefix}gru{i}.b_rec")
+                self.params += [W, U, b, b_rec]
+                step.update(W=W, U=U, b=b, b_rec=b_rec, units=units,
+                            return_sequences=bool(layer["return_sequences"]))
             steps.append(step)
         return steps
 
@@ -296,6 +309,8 @@ class SpecNet:
                                 mode="average_inc_pad") * step["factor"]
                 else:
                     x = pool_2d(x, ws=ws, stride=stride, ignore_border=True, mode="average_inc_pad")
+            elif kind == "lrn":
+                x = _lrn(x, step)
             elif kind == "global_avgpool":
                 x = x.mean(axis=(2, 3))
             elif kind == "batchnorm":
@@ -325,6 +340,8 @@ class SpecNet:
             elif kind == "lstm":
                 x, final = _lstm(x, lengths if step["use_lengths"] else None, step,
                                  state if step["takes_state"] else None)
+            elif kind == "gru":
+                x = _gru(x, step)
             activation = step["activation"]
             if activation not in (None, "linear"):
                 x = _ACTIVATIONS[activation](x)
@@ -346,6 +363,20 @@ class SpecNet:
         shape = ("x", 0, "x", "x") if step["image"] else ("x", 0)
         scale = step["gamma"] / T.sqrt(var + _floatx(step["epsilon"]))
         return (x - mean.dimshuffle(*shape)) * scale.dimshuffle(*shape) + step["beta"].dimshuffle(*shape)
+
+
+def _lrn(x: T.TensorVariable, step: dict) -> T.TensorVariable:
+    """Local response normalization across the channels of x (N, C, H, W), in the plan's (TensorFlow's) terms:
+    Theano has no such op. The squares get depth_radius zero channels on each side; the window's sum is the
+    2 * depth_radius + 1 channel-shifted slices of that, added."""
+    r = step["depth_radius"]
+    n, channels, h, w = x.shape
+    squares = T.set_subtensor(T.zeros((n, channels + 2 * r, h, w), dtype=x.dtype)[:, r : r + channels], T.sqr(x))
+    total = squares[:, :channels]
+    for offset in range(1, 2 * r + 1):
+        total = total + squares[:, offset : offset + channels]
+    base = _floatx(step["bias"]) + _floatx(step["alpha"]) * total
+    return x / base ** _floatx(step["beta"])
 
 
 def _dense(x: T.TensorVariable, step: dict) -> T.TensorVariable:
@@ -404,6 +435,31 @@ def _lstm(x: T.TensorVariable, lengths: T.TensorVariable | None, step: dict,
     return out, (hs[-1], cs[-1])
 
 
+def _gru(x: T.TensorVariable, step: dict) -> T.TensorVariable:
+    """theano.scan over every step of (N, T, D), padding included: the last hidden state (N, units), or every
+    state (N, T, units) with return_sequences.
+
+    cuDNN's GRU ("reset_after", Keras 3's default): z = sig(x Wz + bz + h Uz + bz'), r likewise,
+    h~ = tanh(x Wh + bh + r * (h Uh + bh')), h = z * h_prev + (1 - z) * h~. The input projection of all
+    steps is one matrix product before the loop; the loop holds only the recurrent product.
+    """
+    units, U = step["units"], step["U"]
+    xs = x.dimshuffle(1, 0, 2)  # time-major (T, N, D): scan iterates over the first axis
+    proj = T.dot(xs, step["W"]) + step["b"]  # (T, N, 3 units)
+
+    def cell(p_t, h_prev, U, b_rec):
+        rec = T.dot(h_prev, U) + b_rec
+        z = T.nnet.sigmoid(p_t[:, :units] + rec[:, :units])
+        r = T.nnet.sigmoid(p_t[:, units : 2 * units] + rec[:, units : 2 * units])
+        candidate = T.tanh(p_t[:, 2 * units :] + r * rec[:, 2 * units :])
+        return z * h_prev + (1.0 - z) * candidate
+
+    zeros = T.alloc(np.asarray(0.0, dtype=FLOATX), xs.shape[1], units)
+    hs, _ = theano.scan(cell, sequences=[proj], outputs_info=[zeros], non_sequences=[U, step["b_rec"]],
+                        strict=True, name="gru")
+    return hs.dimshuffle(1, 0, 2) if step["return_sequences"] else hs[-1]
+
+
 def _resolve_device(device: str) -> str:
     if device == "cpu":
         if theano.config.device != "cpu":
@@ -447,19 +503,25 @@ def _openblas() -> Any:
 
 
 def _set_threads() -> dict[str, Any]:
-    """Apply DLREPRO_THREADS to OpenBLAS (the threads of Theano's gemm, conv and dense); report them."""
+    """Apply DLREPRO_THREADS to OpenBLAS (the threads of Theano's gemm, conv and dense) when blas.ldflags links
+    OpenBLAS; report them. Another BLAS is left alone: opening OpenBLAS here would load it into a run that
+    computes with another (bench/blas_backends.py), MKL reads MKL_NUM_THREADS (bench/threads.py) when it loads,
+    and the reference BLAS runs on one thread."""
     n = common.threads_from_env()
-    lib = _openblas()
+    ldflags = theano.config.blas.ldflags
+    lib = _openblas() if "openblas" in ldflags else None
     blas_threads = None
     if lib is not None:
         if n is not None:
             lib.openblas_set_num_threads(int(n))
         blas_threads = int(lib.openblas_get_num_threads())
+    elif f"-L{blas_backends.REFERENCE_BLAS_DIR} " in ldflags:  # Debian's reference BLAS: single-threaded
+        blas_threads = 1
     return {
-        # Theano's ops run one after another (no inter-op pool); inside one, OpenBLAS's threads.
+        # Theano's ops run one after another (no inter-op pool); inside one, the BLAS's threads.
         "intra_op": blas_threads if blas_threads is not None else n,
         "inter_op": 1,
-        "openblas": blas_threads,
+        "openblas": blas_threads if lib is not None else None,  # None: blas.ldflags links another BLAS
         "openmp": bool(theano.config.openmp),  # Theano's default: off (only a few ops use it)
     }
 
@@ -568,6 +630,7 @@ _LOSS_NAMES = {
     "binary": "softplus(z) - y * z",
     "sequence": "T.nnet.crossentropy_softmax_1hot over the (N*T, classes) logits, sum over counted tokens "
     "/ their number",
+    "features": "none: a features model (model.output = 'features') is only run forward (infer)",
 }
 
 
@@ -696,6 +759,9 @@ class TheanoTrainer:
         forward_inputs = (self.inputs["x"], self.inputs.get("len"))
         logits_train = self.net.forward(*forward_inputs, deterministic=False, x_dec=self.inputs.get("x_dec"))
         self.logits_eval = self.net.forward(*forward_inputs, deterministic=True, x_dec=self.inputs.get("x_dec"))
+        if self.kind == modelplan.FEATURES:  # only run forward (infer): no loss, no updates, no test pass
+            self._infer = self._compile_infer()
+            return
         loss, correct = self._loss_and_correct(logits_train, self.labels)
         _, correct_eval = self._loss_and_correct(self.logits_eval, self.labels)
         idx = T.vector("idx", dtype="int64")  # the batch's rows of the shuffled epoch
@@ -704,6 +770,12 @@ class TheanoTrainer:
         start, stop = T.lscalar("start"), T.lscalar("stop")
         self._eval = theano.function([start, stop], correct_eval,
                                      givens=self._batch_givens(self.test_data, slice(start, stop)), name="eval_step")
+
+    def _compile_infer(self) -> Any:
+        """The forward graph on rows of the training set (inference mode), compiled."""
+        rows = T.vector("rows", dtype="int64")
+        givens = {var: self.train_data[role][rows] for role, var in self.inputs.items()}
+        return theano.function([rows], self.logits_eval, givens=givens, name="infer_step")
 
     # -- protocol ------------------------------------------------------------------------------
     def param_count(self) -> int:
@@ -720,6 +792,17 @@ class TheanoTrainer:
         if not math.isfinite(value):
             raise NonFiniteLoss(f"loss became {value} at step {self.steps} (Trainer.step)")
         return value
+
+    def infer(self) -> np.ndarray:
+        """One call of the compiled forward graph (deterministic: batchnorm's moving statistics, dropout off; no
+        gradient or update in it) on the next batch of the training set in order, wrapping around as step()
+        does; its outputs, on the host (N, output values). A features model compiles it with its graphs (_compile),
+        a classifier on its first call (a training run never pays for it)."""
+        if self._ring is None:
+            self._ring = common.StepRing(self.n_train, self.batch_size)
+        if getattr(self, "_infer", None) is None:
+            self._infer = self._compile_infer()
+        return np.asarray(self._infer(self._ring.ring[self._ring.take()]))
 
     def train_epoch(self) -> tuple[float, float | None]:
         """One pass in training mode; (mean loss, training accuracy), both per example or per counted token."""
@@ -754,7 +837,8 @@ class TheanoTrainer:
         """Nothing to wait for: a compiled Theano function returns when its CPU work is done."""
 
     def _ops(self) -> set[str]:
-        return {type(node.op).__name__ for node in self._train.maker.fgraph.toposort()}
+        compiled = self._infer if self.kind == modelplan.FEATURES else self._train  # the graph a run builds
+        return {type(node.op).__name__ for node in compiled.maker.fgraph.toposort()}
 
     def _kernels(self) -> dict[str, str]:
         """Each layer type -> the op that ran it, read from the compiled training graph."""
@@ -770,6 +854,9 @@ class TheanoTrainer:
             kernels["residual"] = "activation(branch(x) + shortcut(x)); projection = 1x1 conv2d (no bias) + batchnorm"
         if "concat" in types:
             kernels["concat"] = "T.concatenate of the branches' outputs on channels (axis 1, NCHW)"
+        if "lrn" in types:
+            kernels["lrn"] = ("elementwise T ops (Theano has no LRN op): squares zero-padded on the channel axis, the "
+                              "2 * depth_radius + 1 shifted slices added, x / (bias + alpha * sum) ** beta")
         if "conv2d" in types:
             conv_ops = sorted(o for o in ops if o.startswith(("CorrMM", "Conv", "AbstractConv")))
             kernels["conv2d"] = f"theano.tensor.nnet.conv2d -> {', '.join(conv_ops)} (im2col + {blas} gemm, C)"
@@ -793,6 +880,10 @@ class TheanoTrainer:
                 )
             if self.net.encoder_steps is not None:
                 kernels["lstm_initial_state"] = "the decoder's scan starts from the encoder's final (h, c)"
+        if "gru" in types:
+            loop = "Python loop" if sys.modules.get("theano.scan_module.scan_perform_ext") is None else "Cython loop"
+            kernels["gru"] = (f"theano.scan over every time step, padding included ({loop}), Keras' GRU(reset_after="
+                              "True) gates (z, r, h), an input and a recurrent bias per gate")
         return kernels
 
     def info(self) -> dict:
@@ -809,7 +900,8 @@ class TheanoTrainer:
                 "whole split in Theano shared variables; each compiled step takes the batch's row indices "
                 "(seeded permutation each epoch) and gathers inside the graph (givens)"
             ),
-            "loss": _LOSS_NAMES[self.kind] + " on logits (output activation folded into the loss)",
+            "loss": _LOSS_NAMES[self.kind] + ("" if self.kind == modelplan.FEATURES
+                                              else " on logits (output activation folded into the loss)"),
             "optimizer": self.opt_settings,
             "weight_decay_rule": common.WEIGHT_DECAY_RULE,
             "theano_config": {

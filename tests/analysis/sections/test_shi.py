@@ -70,13 +70,28 @@ def test_gpu_runs_stand_beside_table_7_gpus_and_table_8(tmp_path: Path) -> None:
     md = _md(shi_section, campaign, tmp_path)
     gpu = md.split("### GPU: seconds per mini-batch")[1]
     assert "GTX 980: s | NVIDIA GTX 1080: s | NVIDIA Tesla K80 (one GK210): s | Table 8, 1 GPU: s | " \
-           "Table 8, 2 GPUs: s | Table 8, 4 GPUs: s | kit: s |" in gpu
+           "Table 8, 2 GPUs: s | Table 8, 4 GPUs: s | kit, 1 GPU: s | runs |" in gpu
+    # Table 8, FCN-R, Torch: 0.165 s on 1 GPU, 0.110 on 2 (0.110 / 0.165 = 0.67), 0.112 on 4 (0.68).
     assert _table_row(gpu, "Torch", "pytorch").startswith(
-        "| Torch | pytorch | 0.02500 | 0.01600 | 0.05100 | 0.1650 | 0.1100 | 0.1120 | 0.03000 on Fake GPU 16GB | "
-        "[pytorch-fcn-r-mnist-gpu-r1]")
+        "| Torch | pytorch | 0.02500 | 0.01600 | 0.05100 | 0.1650 | 0.1100 (0.67) | 0.1120 (0.68) | "
+        "0.03000 on Fake GPU 16GB | [pytorch-fcn-r-mnist-gpu-r1]")
     assert _table_row(gpu, "MXNet", "mxnet").endswith("| no runs in this campaign | — |")
     assert "the study's GPU mini-batch 1024, Table 8's 4096)" in gpu
     assert "No GPU runs here of: FCN-S, AlexNet-S, ResNet-50, AlexNet-R, ResNet-56, LSTM." in gpu
+
+
+def test_multigpu_runs_stand_beside_table_8_with_their_ratio_to_one_gpu(tmp_path: Path) -> None:
+    campaign = _campaign(tmp_path)
+    make_shi_run(campaign, "pytorch", 0.03, device="gpu")  # shi-gpu's 1-GPU run and shi-multigpu's average
+    make_shi_run(campaign, "pytorch", 0.05, device="gpu", ranks=1)
+    make_shi_run(campaign, "pytorch", 0.03, device="gpu", ranks=4)
+    gpu = _md(shi_section, campaign, tmp_path).split("### GPU: seconds per mini-batch")[1]
+    assert "| Table 8, 4 GPUs: s | kit, 1 GPU: s | kit, 4 GPUs: s | runs |" in gpu
+    # 1 GPU: (0.03 + 0.05) / 2 = 0.04 s; 4 GPUs: 0.03 s, 0.75 of it.
+    row = _table_row(gpu, "Torch", "pytorch")
+    assert "| 0.1120 (0.68) | 0.04000 on Fake GPU 16GB | 0.03000 (0.75) | " in row
+    assert all(f"pytorch-fcn-r-mnist-gpu{n}-r1" in row for n in ("", "-n1", "-n4"))
+    assert _table_row(gpu, "MXNet", "mxnet").endswith("| no runs in this campaign | — | — |")
 
 
 def test_header_names_the_study_of_a_shi_campaign(tmp_path: Path) -> None:

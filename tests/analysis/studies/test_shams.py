@@ -23,4 +23,11 @@ def test_the_evidence_gives_the_scaling_the_runs_showed_and_what_the_campaign_la
     assert set(res.run_ids) == {r["run_id"] for r in rows}
     gpu = check(shams.shams_multi_gpu_scaling, [scale_row("pytorch", "alexnet-shams-synthetic", n, rate, device="gpu")
                                                 for n, rate in ((1, 1.0), (4, 3.6))])
-    assert "one machine's GPUs" in gpu.evidence and "4 ranks: 3.60x (efficiency 0.900" in gpu.evidence
+    assert "one machine's GPUs (interconnect: not recorded)" in gpu.evidence
+    assert "4 ranks: 3.60x (efficiency 0.900" in gpu.evidence
+    nvlink = check(shams.shams_multi_gpu_scaling, [
+        scale_row("pytorch", "alexnet-shams-synthetic", n, rate, device="gpu", gpu_interconnect=link)
+        for n, rate, link in ((1, 1.0, "NVLink (18 links)"), (2, 1.9, "NVLink (18 links)"),
+                              (4, 3.6, "NVLink (12 links)"))])
+    assert nvlink.verdict == INSUFFICIENT  # one kind of interconnect, one node
+    assert "one machine's GPUs (interconnect: NVLink (12 links), NVLink (18 links))" in nvlink.evidence

@@ -17,7 +17,6 @@ there with that file's `paper` fixture).
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import re
 import sys
@@ -30,7 +29,7 @@ import pytest
 
 from bench import schema
 from images import envs
-from tests import background
+from tests import background, cachelock
 from tests.bench.frameworks import check
 from tests.bench.frameworks.paper import harness
 
@@ -92,11 +91,10 @@ def compile_cache_held(framework: str) -> Iterator[None]:
     """Hold the framework's compile cache for one user (its process tree) at a time, across threads and
     sessions: Theano 1.0.2's module cache breaks when two processes compile the same module at once
     (ModuleCache.add_key's `assert key not in self.keys`, a run's 'crash'), as the background Theano and
-    Keras runs once did in CI. One run_paper's two streams compile different workloads and share a hold."""
+    Keras runs once did in CI. One run_paper's two streams compile different workloads and share a hold.
+    The lock (tests/cachelock.py) is a file beside the cache: <compiledir>.lock."""
     folder = compiledir(framework)
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    with open(folder.parent / f"{folder.name}.lock", "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)  # released when fh closes
+    with cachelock.held(folder.parent / f"{folder.name}.lock"):
         yield
 
 
