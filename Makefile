@@ -113,7 +113,7 @@ test: host ## lint and the fast tests (CI=true or 'make test-all' adds the slow 
 	@t=$$SECONDS; $(HOSTPY) -m pytest -q -m "not slow" tests; echo "stage fast tests: $$((SECONDS - t)) s"
 	@$(if $(filter true,$(CI)),$(MAKE) --no-print-directory test-slow,true)
 
-test-slow: host ## the slow tests only
+test-slow: host envs ## the slow tests only (after building or checking the framework environments)
 	@t=$$SECONDS; $(HOSTPY) -m pytest -q -m slow --durations=25 tests; echo "stage slow tests: $$((SECONDS - t)) s"
 
 test-all: host ## every test, slow ones included
@@ -224,6 +224,7 @@ report: analyze
 WU_CPU := wu-cpu-defaults wu-cpu-batch wu-cpu-lr wu-cpu-threads wu-cpu-blas
 WU_GPU := wu-gpu-defaults wu-gpu-lr
 wu-cpu wu-gpu:
+	@$(if $(filter wu-gpu,$@),$(PYTHON) -m campaign check-gpu $(firstword $(WU_GPU)) --instead wu-cpu,true)
 	@for target in $(if $(filter wu-gpu,$@),$(WU_GPU),$(WU_CPU)); do \
 	  $(MAKE) --no-print-directory $$target CAMPAIGN="$(or $(CAMPAIGN),$@)" || exit $$?; done
 
@@ -231,6 +232,7 @@ wu-cpu wu-gpu:
 # the IMDB GRU, epochs timed whole) and ResNet-50 feature extraction (forward passes), two experiments of
 # campaign/studies/ilkarman.toml because they time different things.
 ilkarman-cpu ilkarman-gpu:
+	@$(if $(filter ilkarman-gpu,$@),$(PYTHON) -m campaign check-gpu ilkarman-train-gpu --instead ilkarman-cpu,true)
 	@$(MAKE) --no-print-directory $(subst ilkarman-,ilkarman-train-,$@) CAMPAIGN="$(or $(CAMPAIGN),$@)"
 	@$(MAKE) --no-print-directory $(subst ilkarman-,ilkarman-features-,$@) CAMPAIGN="$(or $(CAMPAIGN),$@)"
 

@@ -110,25 +110,37 @@ def apply(req: dict) -> Optional[Backend]:
     if IMPORTED[framework] in sys.modules:
         raise RuntimeError(f"{IMPORTED[framework]} was imported before the BLAS backend '{value}' was applied")
     backend = BACKENDS[framework][value]
-    ldflags = theano_ldflags(backend, value) if backend.ldflags is not None else None  # its library checked first
+    ldflags = theano_ldflags(value) if backend.ldflags is not None else None  # its library checked first
     os.environ.update(backend.env)
     if ldflags is not None:
         set_theano_ldflags(ldflags)
     return backend
 
 
-def theano_ldflags(backend: Backend, value: str) -> str:
-    """The blas.ldflags of a Theano backend, its library checked present (a UsageError naming the fix)."""
+def require_library(framework: str, value: str) -> None:
+    """Raise a UsageError naming the fix unless this environment has the library that `framework`'s BLAS backend
+    `value` needs (nothing for one bundled with the framework). Theano checks its OpenBLAS here too when no
+    backend was asked for (bench/frameworks/current/theano.py)."""
+    backend = BACKENDS[framework][value]
     if backend.ldflags == MKL_MARK:
-        found = mkl_runtime()
-        if found is None:
+        if mkl_runtime() is None:
             raise UsageError(f"BLAS backend '{value}' needs the mkl wheel's {MKL_RT_GLOB} in "
                              f"{os.path.join(sys.prefix, 'lib')}, which this environment lacks", backend.fix)
-        return f"-L{os.path.dirname(found)} -l:{os.path.basename(found)}"
+        return
     present = ctypes.util.find_library("openblas") if backend.needs == "openblas" else (
         backend.needs is None or os.path.exists(backend.needs))
     if not present:
         raise UsageError(f"BLAS backend '{value}' needs {backend.needs}, which this environment lacks", backend.fix)
+
+
+def theano_ldflags(value: str) -> str:
+    """The blas.ldflags of Theano's BLAS backend `value`, its library checked present first (require_library: a
+    UsageError naming the fix); MKL's names the runtime found in this environment."""
+    require_library("theano", value)
+    backend = BACKENDS["theano"][value]
+    if backend.ldflags == MKL_MARK:
+        found = mkl_runtime() or ""
+        return f"-L{os.path.dirname(found)} -l:{os.path.basename(found)}"
     return backend.ldflags or ""
 
 

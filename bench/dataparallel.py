@@ -34,7 +34,7 @@ AXIS = "ranks"
 FRAMEWORKS = ("pytorch",)
 ERAS = ("current",)
 SUPPORT = loopback.Support(FRAMEWORKS, ERAS, "has no data-parallel hook (bench/dataparallel.py)",
-                           "data-parallel training is written")
+                           "data-parallel training is written", "data-parallel runs")
 # The ranks' own files, kept in the run folder: ranks/rank<r>/iterations.csv and ranks/rank<r>.json.
 RANKS_DIR = "ranks"
 DEFINITION = (

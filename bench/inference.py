@@ -33,7 +33,7 @@ WEIGHTS = "seeded random"
 FRAMEWORKS = ("pytorch", "tensorflow", "keras", "mxnet", "chainer", "theano")
 ERAS = ("current",)
 SUPPORT = loopback.Support(FRAMEWORKS, ERAS, "has no forward-pass hook (Trainer.infer: bench/inference.py)",
-                           "the inference protocol's forward-pass hook is written")
+                           "the inference protocol's forward-pass hook is written", "inference runs")
 
 
 def _mean(outputs) -> float:

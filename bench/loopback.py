@@ -177,10 +177,13 @@ def _rank_main(target: Callable[..., dict], rank: int, args: tuple, results: str
 
 class Support:
     """Which frameworks and eras have a multi-rank feature, and the one-line refusal for the others:
-    `lacks` completes "<framework> ...", `written` opens "... for the <eras> era, not <era>"."""
+    `lacks` completes "<framework> ...", `written` opens "... for the <eras> era, not <era>", and `runs` names
+    the feature's runs in the planner's line ("data-parallel runs": "...; <runs> go with FRAMEWORKS=...")."""
 
-    def __init__(self, frameworks: Sequence[str], eras: Sequence[str], lacks: str, written: str) -> None:
-        self.frameworks, self.eras, self.lacks, self.written = tuple(frameworks), tuple(eras), lacks, written
+    def __init__(self, frameworks: Sequence[str], eras: Sequence[str], lacks: str, written: str,
+                 runs: str) -> None:
+        self.frameworks, self.eras = tuple(frameworks), tuple(eras)
+        self.lacks, self.written, self.runs = lacks, written, runs
 
     def refusal(self, framework: str, era: str) -> Optional[str]:
         """Why `framework` of `era` lacks the feature (None when it has it)."""
@@ -190,10 +193,19 @@ class Support:
             return f"{self.written} for the {' and '.join(self.eras)} era, not {era}"
         return None
 
+    def plan_refusal(self, framework: str, era: str) -> Optional[str]:
+        """The planner's line for a run it leaves out: "<refusal>; <runs> go with FRAMEWORKS=... and ERA=..."
+        (None when `framework` of `era` has the feature)."""
+        why = self.refusal(framework, era)
+        return why and f"{why}; {self.runs} go with {self._where()}"
+
     def require(self, framework: str, era: str, cannot: str, fix: str) -> None:
         """Raise a UsageError unless `framework` of `era` has the feature: "<refusal>: <cannot>", and the fix
         "<fix> with FRAMEWORKS=... and ERA=..."."""
         why = self.refusal(framework, era)
         if why:
-            raise UsageError(f"{why}: {cannot}",
-                             f"{fix} with FRAMEWORKS={' '.join(self.frameworks)} and ERA={self.eras[0]}")
+            raise UsageError(f"{why}: {cannot}", f"{fix} with {self._where()}")
+
+    def _where(self) -> str:
+        """The settings that have the feature: "FRAMEWORKS=<frameworks> and ERA=<first era>"."""
+        return f"FRAMEWORKS={' '.join(self.frameworks)} and ERA={self.eras[0]}"

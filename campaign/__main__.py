@@ -220,15 +220,20 @@ def require_gpu(what: str, instead: str | None = None) -> None:
 
 
 def cmd_check_gpu(argv: list[str]) -> int:
-    """`check-gpu [TARGET]`: for a GPU experiment (or no target), exit 0 with the GPUs found, or the
-    clear no-GPU error naming the CPU counterpart its study file gives it (`cpu`); for a CPU experiment,
-    exit 0 at once."""
+    """`check-gpu [TARGET] [--instead MAKE_TARGET]`: for a GPU experiment (or no target), exit 0 with the GPUs
+    found, or the clear no-GPU error naming the CPU counterpart its study file gives it (`cpu`), or `--instead`
+    (a make target running several experiments names its own CPU counterpart); for a CPU experiment, exit 0
+    at once."""
     from bench.gpu import probe
 
-    target = _target(argv[0] if argv else None)
+    ap = argparse.ArgumentParser(prog="python -m campaign check-gpu")
+    ap.add_argument("target", nargs="?")
+    ap.add_argument("--instead")
+    a = ap.parse_args(argv)
+    target = _target(a.target)
     if target is not None and target.device != "gpu":
         return 0
-    require_gpu(target.name if target else "this campaign", target.cpu if target else None)
+    require_gpu(target.name if target else "this campaign", a.instead or (target.cpu if target else None))
     status = probe()
     for d in status.devices:
         print(f"GPU {d['index']}: {d['name']} (compute capability {d['compute_capability']}, "

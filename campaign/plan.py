@@ -168,17 +168,14 @@ def refusal(framework: str, era: str, spec: dict, point: dict) -> str | None:
         if why:
             return why
     if collectives.is_collective(spec):
-        why = collectives.refusal(framework, era)
-        return why and f"{why}; it runs with FRAMEWORKS={' '.join(collectives.FRAMEWORKS)}"
-    if point.get(dataparallel.AXIS, 1) > 1:
-        why = dataparallel.refusal(framework, era)
-        return why and (f"{why}; data-parallel runs go with FRAMEWORKS={' '.join(dataparallel.FRAMEWORKS)} "
-                        f"and ERA={dataparallel.ERAS[0]}")
-    if inference.is_inference(spec):
-        why = inference.refusal(framework, era)
-        return why and (f"{why}; inference runs go with FRAMEWORKS={' '.join(inference.FRAMEWORKS)} "
-                        f"and ERA={inference.ERAS[0]}")
-    return None
+        feature = collectives.SUPPORT
+    elif point.get(dataparallel.AXIS, 1) > 1:
+        feature = dataparallel.SUPPORT
+    elif inference.is_inference(spec):
+        feature = inference.SUPPORT
+    else:
+        return None
+    return feature.plan_refusal(framework, era)
 
 
 def _say_refusals(workload: str, refused: dict[tuple[str, str], list[str]]) -> None:

@@ -1,10 +1,12 @@
 """Slow module fixtures that mostly wait on one single-threaded subprocess, run two at a time.
 
 A framework probe trains at one thread (DLREPRO_THREADS=1), so on CI's two cores one of them leaves a
-core idle for minutes. A module registers its slow fixture here at import (collection), and the
-first such fixture the session asks for starts every registered job that a selected test needs, in
-two lanes, longest first; each fixture then waits only for its own job. Nothing they run is timed: the
-jobs only have to train (speed figures belong to the benchmarks), so sharing the cores is safe.
+core idle for minutes. A module registers its slow fixture here at import (collection). The session
+starts every registered job that a selected test needs before its first test (tests/conftest.py), in
+two lanes, longest first, and runs the modules that use them after every other module (`last`), so the
+foreground works beside the lanes instead of waiting on them; each fixture then waits only for its own
+job. Nothing they run is timed: the jobs only have to train (speed figures belong to the benchmarks),
+so sharing the cores is safe.
 
     probe = background.fixture("chainer probe", lambda tmp: check.run_probe("chainer", ...), weight=80,
                                module=__name__, fixture_name="probe")
@@ -56,7 +58,7 @@ def fixture(name: str, run: Callable[[pytest.TempPathFactory], Any], weight: flo
 
     @pytest.fixture(scope="module", name=fixture_name)
     def background_fixture(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
-        _start(request.session, tmp_path_factory)
+        start(request.session, tmp_path_factory)
         return _futures[name].result()
 
     return background_fixture
@@ -66,6 +68,21 @@ def _needed(session: pytest.Session) -> set[tuple[str, str]]:
     """(test module, fixture name) of every fixture a selected test uses: only their jobs are worth starting."""
     return {(item.module.__name__, name) for item in session.items if getattr(item, "module", None) is not None
             for name in getattr(item, "fixturenames", ())}
+
+
+def last(items: list[pytest.Item]) -> list[pytest.Item]:
+    """The items with every module that uses a registered fixture moved after all other modules, each module's
+    items kept together and in order (its module-scoped fixtures are set up once); stable otherwise."""
+    users = {(job.module, job.fixture_name) for job in _jobs.values()}
+
+    def module_of(item: pytest.Item) -> str | None:
+        module = getattr(item, "module", None)
+        return module.__name__ if module is not None else None
+
+    late = {module_of(item) for item in items
+            if any((module_of(item), name) in users for name in getattr(item, "fixturenames", ()))}
+    return [item for item in items if module_of(item) not in late] + [item for item in items
+                                                                         if module_of(item) in late]
 
 
 def turns(names: list[str], jobs: dict[str, Job]) -> list[list[str]]:
@@ -86,7 +103,7 @@ def _run_in_turn(names: list[str], futures: dict[str, Future], tmp_path_factory:
             futures[name].set_exception(exc)
 
 
-def _start(session: pytest.Session, tmp_path_factory: pytest.TempPathFactory) -> None:
+def start(session: pytest.Session, tmp_path_factory: pytest.TempPathFactory) -> None:
     """Submit every needed job not yet submitted, heaviest first (idempotent)."""
     global _pool
     with _lock:

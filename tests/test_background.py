@@ -44,11 +44,11 @@ def test_jobs_run_two_at_a_time_heaviest_first_and_only_when_selected(registry):
     background.fixture("heavy", job("heavy"), weight=300, module="m2", fixture_name="probe")
     background.fixture("medium", job("medium"), weight=50, module="m3", fixture_name="runs")
     background.fixture("unselected", job("unselected"), weight=900, module="m4", fixture_name="probe")
-    background._start(session(("m1", "probe"), ("m2", "probe"), ("m3", "runs"), ("m4", "other")), None)
+    background.start(session(("m1", "probe"), ("m2", "probe"), ("m3", "runs"), ("m4", "other")), None)
     assert {name: f.result(timeout=20) for name, f in background._futures.items()} == {
         "heavy": "heavy", "medium": "medium", "light": "light"}
     assert started[:2] in (["heavy", "medium"], ["medium", "heavy"]) and started[2] == "light"
-    background._start(session(("m1", "probe")), None)  # idempotent: nothing runs twice
+    background.start(session(("m1", "probe")), None)  # idempotent: nothing runs twice
     assert len(started) == 3
 
 
@@ -86,9 +86,22 @@ def test_jobs_sharing_a_cache_run_in_turn_in_one_lane_and_the_other_lane_goes_on
     background.fixture("fails", job("fails"), weight=5, module="m4", fixture_name="probe", shares="cache")
     assert background.turns(["light", "theano", "fails", "keras"], background._jobs) == [
         ["keras", "theano", "fails"], ["light"]]
-    background._start(session(("m1", "paper"), ("m2", "paper"), ("m3", "probe"), ("m4", "probe")), None)
+    background.start(session(("m1", "paper"), ("m2", "paper"), ("m3", "probe"), ("m4", "probe")), None)
     assert [background._futures[n].result(timeout=20) for n in ("keras", "theano", "light")] == [
         "keras", "theano", "light"]
     with pytest.raises(RuntimeError, match="boom"):
         background._futures["fails"].result(timeout=20)
     assert not any({"keras", "theano"} <= seen for seen in overlaps)
+
+
+def test_modules_using_a_background_fixture_run_last_whole_and_in_order(registry):
+    background.fixture("probe", lambda _tmp: None, weight=1, module="m2", fixture_name="probe")
+
+    def item(module: str, test: str, *fixtures: str) -> SimpleNamespace:
+        return SimpleNamespace(module=SimpleNamespace(__name__=module), fixturenames=list(fixtures), name=test)
+
+    items = [item("m1", "a"), item("m2", "b"), item("m2", "c", "probe"), item("m3", "d", "probe"),
+             item("m2", "e"), item("m4", "f")]
+    # m2 moves whole (b and e use no probe, but share its module fixtures); m3's "probe" is another module's name.
+    assert [i.name for i in background.last(items)] == ["a", "d", "f", "b", "c", "e"]
+    assert background.last(items[:1]) == items[:1]

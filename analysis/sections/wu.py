@@ -6,7 +6,8 @@ Wu's workloads (analysis.wu)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from analysis import wu
@@ -73,6 +74,11 @@ def _kit_cpu(rows: Sequence[dict[str, Any]]) -> str:
                                                   "cpu_iowait_mean_pct")), _cpu_total(rows))
 
 
+def _loaded(runs: Sequence[dict[str, Any]]) -> str:
+    """'openblas': the BLAS the runs' records say did the work ('—' without runs)."""
+    return "/".join(sorted({str(r.get("blas_loaded") or "not recorded") for r in runs})) or "—"
+
+
 def _memory(mean: float | None, peak: float | None) -> str:
     return "—" if mean is None and peak is None else f"{_num(mean)} / {_num(peak)}"
 
@@ -127,9 +133,8 @@ def _baseline_blocks(ctx: ReportContext, rows: list[dict[str, Any]]) -> list[Blo
             first = group[0]
             tests = [r["eval_time_s"] / r["epochs"] for r in group if r.get("eval_time_s") is not None
                      and r.get("epochs")]
-            loaded = "/".join(sorted({str(r.get("blas_loaded") or "not recorded") for r in group}))
             table.append([f"kit, {first['device']} ({first['era']} era, {first['profile']} profile, "
-                          f"{first['data_source']} data)", first["framework"], loaded,
+                          f"{first['data_source']} data)", first["framework"], _loaded(group),
                           _num(_mean(group, "training_time_s")), _num(describe(tests).mean),
                           _num(_mean(group, "test_accuracy"), 4), _kit_cpu(group),
                           _memory(_mean(group, "mem_mean_mb"), _mean(group, "mem_peak_mb")),
@@ -148,142 +153,168 @@ def _base_point(points: Sequence[Any], preferred: Any) -> Any:
     return preferred if preferred in points else min(points)
 
 
-def _batch_blocks(ctx: ReportContext, rows: list[dict[str, Any]]) -> list[Block]:
-    groups = wu.sweep_groups(rows, "batch_size", min_points=1)
-    blocks: list[Block] = [Heading(3, "Batch size at a fixed number of epochs: Tables 15, 18 and 22")]
+# The kit's cells a sweep table can show for a point, by name: from the point's runs (none: not run) and the
+# training time its times are divided by.
+_KIT_CELLS: dict[str, Callable[[list[dict[str, Any]], float | None], str]] = {
+    "time": lambda runs, base: _time(_mean(runs, "training_time_s"), base) if runs else "not run",
+    "accuracy": lambda runs, base: _num(_mean(runs, "test_accuracy"), 4) if runs else "—",
+    "cpu": lambda runs, base: _kit_cpu(runs) if runs else "—",
+    "memory": lambda runs, base: _memory(_mean(runs, "mem_mean_mb"), _mean(runs, "mem_peak_mb")) if runs else "—",
+    "loaded": lambda runs, base: _loaded(runs),
+}
+
+
+@dataclass(frozen=True)
+class _Group:
+    """One table of a sweep (one group of runs): what it shows of the study for each point."""
+
+    caption: str
+    points: list[Any]  # the table's rows, in order: the kit's points and the study's
+    study: Callable[[Any], list[Inline]]  # the study's cells of a point
+    kit_base: Any  # the point the kit's training times are divided by (absent: no ratios)
+
+
+@dataclass(frozen=True)
+class _Sweep:
+    """The column recipe of a sweep's tables: a row is the point's label, the kit's `lead` cells, the study's
+    cells (from the group), the kit's `kit` cells (_KIT_CELLS) and the runs' links."""
+
+    axis: str  # the swept run-table column (wu.sweep_groups)
+    heading: str
+    missing: str  # said when the campaign holds no such sweep
+    intro: str
+    headers: list[str]
+    label: Callable[[Any], str]
+    lead: tuple[str, ...]
+    kit: tuple[str, ...]
+    group: Callable[[dict[str, Any], dict[Any, list[dict[str, Any]]]], _Group]
+
+
+def _sweep_blocks(ctx: ReportContext, rows: list[dict[str, Any]], sweep: _Sweep) -> list[Block]:
+    """A sweep's heading and introduction, then per group of runs its caption and a table of the study's cells
+    beside the kit's (the kit's times divided by the group's base point); a note when the campaign has none."""
+    groups = wu.sweep_groups(rows, sweep.axis, min_points=1)
+    blocks: list[Block] = [Heading(3, sweep.heading)]
     if not groups:
-        return blocks + [Para("No batch-size sweep here (`make wu-cpu-batch`).")]
-    blocks.append(Para("Training time in seconds and, in brackets, divided by the time at the study's default batch "
-                       "of the model (else the smallest batch run): the ratio is what transfers across hardware. "
-                       "Published: Table 15 (TensorFlow) or 18 (Theano), CPU use and memory from Table 22 (— where "
-                       "it prints none). Measured: the mean over successful repeats; CPU use as the study splits "
-                       "it (percent of the whole machine)."))
-    for key, by_batch in groups:
-        workload = key["workload"]
-        study = {p.batch: p for p in wu.published_for(workload, wu.BATCH_TABLES)}
-        resources = {p.batch: p for p in wu.published_for(workload, (wu.RESOURCE_TABLE,))}
-        default = wu.default_batch(workload)
-        s_base = study[_base_point(list(study), default)].train_time_s if study else None
-        times = {b: _mean(rs, "training_time_s") for b, rs in by_batch.items()}
-        k_base = times[_base_point(list(times), default)]
+        return blocks + [Para(sweep.missing)]
+    blocks.append(Para(sweep.intro))
+    for key, by_point in groups:
+        group = sweep.group(key, by_point)
+        base = _mean(by_point[group.kit_base], "training_time_s") if group.kit_base in by_point else None
         table: list[list[Inline]] = []
-        for batch in sorted(set(study) | set(by_batch)):
-            p, res, runs = study.get(batch), resources.get(batch), by_batch.get(batch, [])
-            table.append([str(batch), f"{p.epochs:g}" if p else "—", _time(p.train_time_s, s_base) if p else "—",
-                          _num(p.accuracy_pct, 4) if p else "—",
-                          _cpu_split(res.cpu_user_pct, res.cpu_system_pct, res.cpu_iowait_pct, res.cpu_total_pct)
-                          if res else "—", _memory(res.mem_avg_mb, res.mem_max_mb) if res else "—",
-                          _time(times.get(batch), k_base) if runs else "not run",
-                          _num(_mean(runs, "test_accuracy"), 4) if runs else "—",
-                          _kit_cpu(runs) if runs else "—",
-                          _memory(_mean(runs, "mem_mean_mb"), _mean(runs, "mem_peak_mb")) if runs else "—",
+        for point in group.points:
+            runs = by_point.get(point, [])
+            table.append([sweep.label(point), *(_KIT_CELLS[c](runs, base) for c in sweep.lead),
+                          *group.study(point), *(_KIT_CELLS[c](runs, base) for c in sweep.kit),
                           ctx.run_links(runs) or "—"])
-        table_name = "/".join(f"Table {t}" for t in sorted({p.table for p in study.values()})) or "no table"
-        blocks += [Para(f"{_model_text(workload)}, {_context(key)}, {key['epochs_planned']} epochs; the study: "
-                        f"{table_name}" + ("" if study else " (wu2019.csv holds MNIST only)") + "."),
-                   Table(["batch", "study: epochs", "study: training s (÷ default)", "study: accuracy %",
-                          "study: CPU user / system / iowait / total %", "study: memory mean / max MB",
-                          "kit: training s (÷ default)", "kit: accuracy %", "kit: CPU user / system / iowait / total %",
-                          "kit: memory mean / max MB", "runs"], table)]
+        blocks += [Para(group.caption), Table(sweep.headers, table)]
     return blocks
 
 
-def _lr_blocks(ctx: ReportContext, rows: list[dict[str, Any]]) -> list[Block]:
-    groups = wu.sweep_groups(rows, "learning_rate", min_points=1)
-    blocks: list[Block] = [Heading(3, "Learning rate: Table 21")]
-    if not groups:
-        return blocks + [Para("No learning-rate sweep here (`make wu-cpu-lr`, `make wu-gpu-lr`).")]
-    blocks.append(Para("Training time and, in brackets, divided by the time at the model's default learning rate "
-                       "(else the smallest run); accuracy as measured. Published: Table 21 (TensorFlow on Server-1's "
-                       "GPU), its rows at the default batch and the baseline's iterations (Table 10), the ones the "
-                       "kit's sweep (the default batch and epochs) matches; its other rows (batch 5,000, 60,000 "
-                       "iterations) have no counterpart here."))
-    for key, by_lr in groups:
-        workload = key["workload"]
-        default_lr, default_b = wu.default_lr(workload), wu.default_batch(workload)
-        iterations = {p.iterations for p in wu.published_for(workload, (10,))}
-        study = {p.lr: p for p in wu.published_for(workload, (wu.LR_TABLE,))
-                 if p.batch == default_b and p.iterations in iterations}
-        s_base = study[_base_point(list(study), default_lr)].train_time_s if study else None
-        times = {lr: _mean(rs, "training_time_s") for lr, rs in by_lr.items()}
-        k_base = times[_base_point(list(times), default_lr)]
-        table: list[list[Inline]] = []
-        for lr in sorted(set(study) | set(by_lr)):
-            p, runs = study.get(lr), by_lr.get(lr, [])
-            table.append([f"{lr:g}", _time(p.train_time_s, s_base) if p else "—",
-                          _num(p.accuracy_pct, 4) if p else "—",
-                          _time(times.get(lr), k_base) if runs else "not run",
-                          _num(_mean(runs, "test_accuracy"), 4) if runs else "—", ctx.run_links(runs) or "—"])
-        blocks += [Para(f"{_model_text(workload)}, {_context(key)}, batch {default_b}, {key['epochs_planned']} "
-                        "epochs" + ("" if study else "; no published row at this batch") + "."),
-                   Table(["learning rate", "study: training s (÷ default)", "study: accuracy %",
-                          "kit: training s (÷ default)", "kit: accuracy %", "runs"], table)]
-    return blocks
+def _batch_group(key: dict[str, Any], by_batch: dict[Any, list[dict[str, Any]]]) -> _Group:
+    workload = key["workload"]
+    study = {p.batch: p for p in wu.published_for(workload, wu.BATCH_TABLES)}
+    resources = {p.batch: p for p in wu.published_for(workload, (wu.RESOURCE_TABLE,))}
+    default = wu.default_batch(workload)
+    s_base = study[_base_point(list(study), default)].train_time_s if study else None
+
+    def cells(batch: Any) -> list[Inline]:
+        p, res = study.get(batch), resources.get(batch)
+        return [f"{p.epochs:g}" if p else "—", _time(p.train_time_s, s_base) if p else "—",
+                _num(p.accuracy_pct, 4) if p else "—",
+                _cpu_split(res.cpu_user_pct, res.cpu_system_pct, res.cpu_iowait_pct, res.cpu_total_pct)
+                if res else "—", _memory(res.mem_avg_mb, res.mem_max_mb) if res else "—"]
+
+    table_name = "/".join(f"Table {t}" for t in sorted({p.table for p in study.values()})) or "no table"
+    return _Group(f"{_model_text(workload)}, {_context(key)}, {key['epochs_planned']} epochs; the study: "
+                  f"{table_name}" + ("" if study else " (wu2019.csv holds MNIST only)") + ".",
+                  sorted(set(study) | set(by_batch)), cells, _base_point(list(by_batch), default))
 
 
-def _threads_blocks(ctx: ReportContext, rows: list[dict[str, Any]]) -> list[Block]:
-    groups = wu.sweep_groups(rows, "threads", min_points=1)
-    blocks: list[Block] = [Heading(3, "Threads")]
-    if not groups:
-        return blocks + [Para("No thread sweep here (`make wu-cpu-threads`).")]
-    blocks.append(Para("The study set OPENBLAS_NUM_THREADS from 4 to 48 on Server-2 (24 cores); wu2019.csv holds "
-                       "none of those times, so only the kit's are shown: training time and, in brackets, divided "
-                       "by the time at the fewest threads. The kit sets every thread-pool variable at once (OpenMP, "
-                       "MKL, OpenBLAS: bench/threads.py), not OpenBLAS's alone; the BLAS column is the library the "
-                       "runs' records say did the work (Wu-5 counts OpenBLAS runs only)."))
-    for key, by_n in groups:
-        times = {n: _mean(rs, "training_time_s") for n, rs in by_n.items()}
-        base = times[min(times)]
-        cores = sorted({int(r["physical_cores"]) for rs in by_n.values() for r in rs if r.get("physical_cores")})
-        table: list[list[Inline]] = [
-            [str(n), _time(times[n], base), _num(_mean(rs, "test_accuracy"), 4),
-             "/".join(sorted({str(r.get("blas_loaded") or "not recorded") for r in rs})), ctx.run_links(rs) or "—"]
-            for n, rs in by_n.items()]
-        blocks += [Para(f"{_model_text(key['workload'])}, {_context(key)}; physical cores: "
-                        f"{'/'.join(map(str, cores)) or 'not recorded'}."),
-                   Table(["threads", "kit: training s (÷ fewest)", "kit: accuracy %", "BLAS loaded", "runs"], table)]
-    return blocks
+def _lr_group(key: dict[str, Any], by_lr: dict[Any, list[dict[str, Any]]]) -> _Group:
+    workload = key["workload"]
+    default_lr, default_b = wu.default_lr(workload), wu.default_batch(workload)
+    iterations = {p.iterations for p in wu.published_for(workload, (10,))}
+    study = {p.lr: p for p in wu.published_for(workload, (wu.LR_TABLE,))
+             if p.batch == default_b and p.iterations in iterations}
+    s_base = study[_base_point(list(study), default_lr)].train_time_s if study else None
+
+    def cells(lr: Any) -> list[Inline]:
+        p = study.get(lr)
+        return [_time(p.train_time_s, s_base) if p else "—", _num(p.accuracy_pct, 4) if p else "—"]
+
+    return _Group(f"{_model_text(workload)}, {_context(key)}, batch {default_b}, {key['epochs_planned']} "
+                  "epochs" + ("" if study else "; no published row at this batch") + ".",
+                  sorted(set(study) | set(by_lr)), cells, _base_point(list(by_lr), default_lr))
 
 
-def _blas_blocks(ctx: ReportContext, rows: list[dict[str, Any]]) -> list[Block]:
-    groups = wu.sweep_groups(rows, "blas", min_points=1)
-    blocks: list[Block] = [Heading(3, "BLAS library: Tables 10 and 11")]
-    if not groups:
-        return blocks + [Para("No BLAS sweep here (`make wu-cpu-blas`).")]
-    blocks.append(Para("Training time and, in brackets, divided by the time with Eigen (TensorFlow) or OpenBLAS "
-                       "(Theano), as the study's ratio MKL / Eigen (5.47× on Server-1, 5.08× on Server-2) or MKL / "
-                       "OpenBLAS. TensorFlow's `onednn` stands in for the study's MKL build (MKL-DNN, oneDNN's "
-                       "earlier name). Asked: the run's sweep point; loaded: what its record says did the work "
-                       "(run.json environment.libraries and library_settings)."))
-    for key, by_blas in groups:
-        framework, workload = key["framework"], key["workload"]
-        study: dict[str, list[wu.Published]] = {}
-        for p in wu.published_for(workload, wu.BASELINE_TABLES):
-            study.setdefault(str(p.blas), []).append(p)
-        base_name = BASE_BACKEND.get(framework, min(by_blas))
-        model = wu.model_of(workload)
-        own = model is not None and model.kit_framework == framework  # the study's row is its own framework's
-        times = {b: _mean(rs, "training_time_s") for b, rs in by_blas.items()}
-        k_base = times.get(base_name)
-        s_base = {p.table: p.train_time_s for p in study.get(base_name, [])}
-        table: list[list[Inline]] = []
-        names = STUDY_NAME.get(framework, {})
-        kit_name = {v: k for k, v in names.items()}
-        # The study's libraries the kit did not run (Theano's MKL without Intel's wheel) stay as rows, marked.
-        unrun = [kit_name.get(b, b) for b in study if own and kit_name.get(b, b) not in by_blas]
-        for backend in [*by_blas, *unrun]:
-            runs = by_blas.get(backend, [])
-            published = study.get(names.get(backend, backend), []) if own else []
-            study_text = "; ".join(f"Table {p.table}: {_time(p.train_time_s, s_base.get(p.table))}"
-                                   for p in published) or "—"
-            loaded = "/".join(sorted({str(r.get("blas_loaded") or "not recorded") for r in runs})) or "—"
-            table.append([backend, loaded, study_text, _time(times[backend], k_base) if runs else "not run",
-                          _num(_mean(runs, "test_accuracy"), 4) if runs else "—", _kit_cpu(runs) if runs else "—",
-                          ctx.run_links(runs) or "—"])
-        blocks += [Para(f"{_model_text(workload)}, {_context(key)}."),
-                   Table(["asked", "loaded", "study: training s (÷ base)", "kit: training s (÷ base)",
-                          "kit: accuracy %", "kit: CPU user / system / iowait / total %", "runs"], table)]
-    return blocks
+def _threads_group(key: dict[str, Any], by_n: dict[Any, list[dict[str, Any]]]) -> _Group:
+    cores = sorted({int(r["physical_cores"]) for rs in by_n.values() for r in rs if r.get("physical_cores")})
+    return _Group(f"{_model_text(key['workload'])}, {_context(key)}; physical cores: "
+                  f"{'/'.join(map(str, cores)) or 'not recorded'}.", list(by_n), lambda n: [], min(by_n))
+
+
+def _blas_group(key: dict[str, Any], by_blas: dict[Any, list[dict[str, Any]]]) -> _Group:
+    framework, workload = key["framework"], key["workload"]
+    study: dict[str, list[wu.Published]] = {}
+    for p in wu.published_for(workload, wu.BASELINE_TABLES):
+        study.setdefault(str(p.blas), []).append(p)
+    base_name = BASE_BACKEND.get(framework, min(by_blas))
+    model = wu.model_of(workload)
+    own = model is not None and model.kit_framework == framework  # the study's row is its own framework's
+    s_base = {p.table: p.train_time_s for p in study.get(base_name, [])}
+    names = STUDY_NAME.get(framework, {})
+    kit_name = {v: k for k, v in names.items()}
+    # The study's libraries the kit did not run (Theano's MKL without Intel's wheel) stay as rows, marked.
+    unrun = [kit_name.get(b, b) for b in study if own and kit_name.get(b, b) not in by_blas]
+
+    def cells(backend: Any) -> list[Inline]:
+        published = study.get(names.get(backend, backend), []) if own else []
+        return ["; ".join(f"Table {p.table}: {_time(p.train_time_s, s_base.get(p.table))}"
+                          for p in published) or "—"]
+
+    return _Group(f"{_model_text(workload)}, {_context(key)}.", [*by_blas, *unrun], cells, base_name)
+
+
+_BATCH = _Sweep(
+    "batch_size", "Batch size at a fixed number of epochs: Tables 15, 18 and 22",
+    "No batch-size sweep here (`make wu-cpu-batch`).",
+    "Training time in seconds and, in brackets, divided by the time at the study's default batch of the model (else "
+    "the smallest batch run): the ratio is what transfers across hardware. Published: Table 15 (TensorFlow) or 18 "
+    "(Theano), CPU use and memory from Table 22 (— where it prints none). Measured: the mean over successful "
+    "repeats; CPU use as the study splits it (percent of the whole machine).",
+    ["batch", "study: epochs", "study: training s (÷ default)", "study: accuracy %",
+     "study: CPU user / system / iowait / total %", "study: memory mean / max MB", "kit: training s (÷ default)",
+     "kit: accuracy %", "kit: CPU user / system / iowait / total %", "kit: memory mean / max MB", "runs"],
+    label=str, lead=(), kit=("time", "accuracy", "cpu", "memory"), group=_batch_group)
+_LR = _Sweep(
+    "learning_rate", "Learning rate: Table 21", "No learning-rate sweep here (`make wu-cpu-lr`, `make wu-gpu-lr`).",
+    "Training time and, in brackets, divided by the time at the model's default learning rate (else the smallest "
+    "run); accuracy as measured. Published: Table 21 (TensorFlow on Server-1's GPU), its rows at the default batch "
+    "and the baseline's iterations (Table 10), the ones the kit's sweep (the default batch and epochs) matches; its "
+    "other rows (batch 5,000, 60,000 iterations) have no counterpart here.",
+    ["learning rate", "study: training s (÷ default)", "study: accuracy %", "kit: training s (÷ default)",
+     "kit: accuracy %", "runs"],
+    label=lambda lr: f"{lr:g}", lead=(), kit=("time", "accuracy"), group=_lr_group)
+_THREADS = _Sweep(
+    "threads", "Threads", "No thread sweep here (`make wu-cpu-threads`).",
+    "The study set OPENBLAS_NUM_THREADS from 4 to 48 on Server-2 (24 cores); wu2019.csv holds none of those times, "
+    "so only the kit's are shown: training time and, in brackets, divided by the time at the fewest threads. The "
+    "kit sets every thread-pool variable at once (OpenMP, MKL, OpenBLAS: bench/threads.py), not OpenBLAS's alone; "
+    "the BLAS column is the library the runs' records say did the work (Wu-5 counts OpenBLAS runs only).",
+    ["threads", "kit: training s (÷ fewest)", "kit: accuracy %", "BLAS loaded", "runs"],
+    label=str, lead=(), kit=("time", "accuracy", "loaded"), group=_threads_group)
+_BLAS = _Sweep(
+    "blas", "BLAS library: Tables 10 and 11", "No BLAS sweep here (`make wu-cpu-blas`).",
+    "Training time and, in brackets, divided by the time with Eigen (TensorFlow) or OpenBLAS (Theano), as the "
+    "study's ratio MKL / Eigen (5.47× on Server-1, 5.08× on Server-2) or MKL / OpenBLAS. TensorFlow's `onednn` "
+    "stands in for the study's MKL build (MKL-DNN, oneDNN's earlier name). Asked: the run's sweep point; loaded: "
+    "what its record says did the work (run.json environment.libraries and library_settings).",
+    ["asked", "loaded", "study: training s (÷ base)", "kit: training s (÷ base)", "kit: accuracy %",
+     "kit: CPU user / system / iowait / total %", "runs"],
+    label=str, lead=("loaded",), kit=("time", "accuracy", "cpu"), group=_blas_group)
+# The one-factor sweeps, in the report's order.
+SWEEPS = (_BATCH, _LR, _THREADS, _BLAS)
 
 
 def wu_section(ctx: ReportContext) -> list[Block]:
@@ -308,6 +339,6 @@ def wu_section(ctx: ReportContext) -> list[Block]:
     ]
     if failed:
         blocks.append(Para(f"{len(failed)} runs of Wu's workloads failed and are not in these tables.", "note"))
-    return (blocks + _baseline_blocks(ctx, rows) + _batch_blocks(ctx, rows) + _lr_blocks(ctx, rows)
-            + _threads_blocks(ctx, rows) + _blas_blocks(ctx, rows)
+    sweeps = [block for sweep in SWEEPS for block in _sweep_blocks(ctx, rows, sweep)]
+    return (blocks + _baseline_blocks(ctx, rows) + sweeps
             + [Heading(3, "Not reproduced"), Bullets(list(NOT_REPRODUCED))])

@@ -44,7 +44,7 @@ KEYS = ("op", "dtype", "ranks", "sizes")
 FRAMEWORKS = ("pytorch",)
 ERAS = ("current",)
 SUPPORT = loopback.Support(FRAMEWORKS, ERAS, "has no collective module (bench/collectives)",
-                           "the collective modules are written")
+                           "the collective modules are written", "collective runs")
 # Where a run's ranks leave their times before the run gathers them into collective.csv.
 SCRATCH = ".ranks"
 

@@ -2,9 +2,9 @@
 
 Every check runs a real process that does real BLAS work, and holds its record against what the
 kernel says the process had mapped (/proc/<pid>/maps, read from outside by the test) and, where one
-exists, against the library's own account (NumPy's build configuration). The slow tests run the
-entrypoint for real: two Theano runs whose THEANO_FLAGS blas.ldflags name two different BLAS
-(Debian's OpenBLAS and Debian's reference BLAS) must record two different libraries.
+exists, against the library's own account (NumPy's build configuration). The slow test here holds a
+BLAS linked into a framework's own library to that framework's account; the real runs at two different
+BLAS are in tests/bench/test_blas_backends.py.
 """
 
 import ctypes.util
@@ -13,20 +13,16 @@ import os
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from bench import blas, request, schema
-from campaign import plan
-from campaign.runners.local import LocalRunner
+from bench import blas
 from images import envs
+from tests.procmaps import maps_lines
 
 REPO = Path(__file__).resolve().parents[2]
-# Debian's reference BLAS (libblas3 + libblas-dev), beside OpenBLAS (libopenblas-dev) in its own folder.
-REFERENCE_BLAS_DIR = Path("/usr/lib/x86_64-linux-gnu/blas")
 # A child process: load the BLAS files named in argv through ctypes and multiply with each, multiply through
 # NumPy (and SciPy's BLAS wrappers with --scipy), map the files after --data as plain data, print what
 # bench.blas reads, then wait until the test has read its /proc/<pid>/maps.
@@ -57,17 +53,6 @@ CHILD = textwrap.dedent("""
 """)
 
 
-def _maps_lines(pid: int) -> list:
-    """The file of each mapping /proc/<pid>/maps shows in that process (a loaded library has several)."""
-    with open(f"/proc/{pid}/maps") as fh:
-        return [f[5].strip() for f in (line.split(None, 5) for line in fh) if len(f) == 6]
-
-
-def _maps_paths(pid: int) -> set:
-    """The files /proc/<pid>/maps shows mapped into that process."""
-    return set(_maps_lines(pid))
-
-
 def _child_maps(*args: str, threads: int = 1) -> tuple:
     """(bench.blas's record, the file of each mapping in its /proc/<pid>/maps) of a child running CHILD."""
     env = {**os.environ, "PYTHONPATH": str(REPO), "OPENBLAS_NUM_THREADS": str(threads)}
@@ -76,7 +61,7 @@ def _child_maps(*args: str, threads: int = 1) -> tuple:
     try:
         line = proc.stdout.readline()
         assert line, proc.stderr.read()
-        mapped = _maps_lines(proc.pid)  # read while the child waits: after it printed its record
+        mapped = maps_lines(proc.pid)  # read while the child waits: after it printed its record
         proc.stdin.write("\n")
         proc.stdin.flush()
         assert proc.wait(timeout=60) == 0, proc.stderr.read()
@@ -167,79 +152,7 @@ def test_the_onednn_switch_is_recorded_only_when_tensorflow_is_loaded(monkeypatc
     assert blas.library_settings() == {}
 
 
-# -- real runs (slow) ------------------------------------------------------------------------------
-def _theano_request(tmp_path: Path) -> Path:
-    """The request.json of a smoke run of Wu et al.'s Theano LeNet on synthetic MNIST, one thread."""
-    subprocess.run([sys.executable, "-m", "data", "synthetic", "--root", str(tmp_path / "data"), "--datasets",
-                    "mnist"], cwd=REPO, check=True)
-    matrix = plan.Matrix(("theano",), ("wu-theano-lenet",), "cpu", "smoke", 1, "synthetic")
-    runs = plan.plan(matrix, LocalRunner(), "blas", tmp_path / "results", tmp_path / "data", threads=1)
-    request.write(tmp_path / "req", runs[0].request)
-    return tmp_path / "req" / request.REQUEST_FILE
-
-
-def _run_watched(python: Path, req: Path, out: Path, env: dict) -> set:
-    """Run `python -m bench run` and return every file its /proc/<pid>/maps showed while it ran."""
-    proc = subprocess.Popen([str(python), "-m", "bench", "run", "--request", str(req), "--out", str(out)],
-                            cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO), **env},
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    seen = set()
-    deadline = time.monotonic() + 900
-    while proc.poll() is None and time.monotonic() < deadline:
-        try:
-            seen |= _maps_paths(proc.pid)
-        except (OSError, IndexError):  # between exit and reaping
-            pass
-        time.sleep(0.05)
-    if proc.poll() is None:
-        proc.kill()
-    output = proc.communicate()[0]
-    assert proc.returncode == 0, output[-3000:]
-    return seen
-
-
-@pytest.mark.slow
-def test_two_theano_runs_with_different_blas_record_the_blas_each_loaded(tmp_path):
-    if not (REFERENCE_BLAS_DIR / "libblas.so").exists():
-        pytest.skip(f"Debian's reference BLAS is not installed in {REFERENCE_BLAS_DIR} (apt-get install libblas-dev)")
-    _debian_openblas()
-    req = _theano_request(tmp_path)
-    python = envs.ensure_env("theano").python
-    ldflags = {"openblas": "-lopenblas",  # the kit's default: Debian's OpenBLAS
-               # Theano links with an rpath to each -L folder (THEANO_FLAGS is comma-separated: no -Wl here).
-               "reference": f"-L{REFERENCE_BLAS_DIR} -lblas"}
-    records, mapped = {}, {}
-    for name, flags in ldflags.items():
-        mapped[name] = _run_watched(python, req, tmp_path / name, {"THEANO_FLAGS": f"blas.ldflags={flags}"})
-        records[name] = schema.read_run(tmp_path / name)  # validated on read
-        assert records[name]["status"] == "ok", records[name]["failure"]
-    found = {name: _blas(rec["environment"]["libraries"]) for name, rec in records.items()}
-    for name in records:  # what each run recorded, its process had mapped
-        assert set(found[name]) <= mapped[name], name
-    # The system's BLAS beside the ones NumPy and SciPy bundle (site-packages/*.libs).
-    (openblas_path, openblas), = [(p, lib) for p, lib in found["openblas"].items() if p.startswith("/usr/")]
-    assert openblas["api"] == "openblas" and openblas["num_threads"] == 1  # the request's one thread
-    reference = {p: lib for p, lib in found["reference"].items() if p.startswith(str(REFERENCE_BLAS_DIR) + "/")}
-    assert [lib["api"] for lib in reference.values()] == ["other"]  # a BLAS that names itself as none we know
-    assert not set(reference) & mapped["openblas"]  # the OpenBLAS run never loaded the reference BLAS
-    # (The Theano module opens OpenBLAS to set its threads only when blas.ldflags links it: the reference run
-    # loads none of the system's; tests/bench/test_blas_backends.py holds it to that.)
-
-
-@pytest.mark.slow
-def test_a_tensorflow_process_records_its_onednn_switch_apart_from_its_libraries():
-    python = envs.ensure_env("tensorflow").python
-    script = ("import json, tensorflow as tf; tf.matmul(tf.ones((64, 64)), tf.ones((64, 64))).numpy(); "
-              "from bench import blas; print(json.dumps([blas.library_settings(), blas.loaded_libraries()]))")
-    proc = subprocess.run([str(python), "-c", script], cwd=REPO, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": str(REPO), "TF_ENABLE_ONEDNN_OPTS": "0",
-                               "TF_CPP_MIN_LOG_LEVEL": "2"})
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    settings, libraries = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert settings == {"TF_ENABLE_ONEDNN_OPTS": "0"}
-    assert all(lib["kind"] in blas.KINDS for lib in libraries)
-
-
+# -- real runs (slow; Theano's and TensorFlow's switches run in tests/bench/test_blas_backends.py) -----------
 @pytest.mark.slow
 def test_a_blas_linked_into_the_framework_is_recorded_as_the_framework_itself_reports_it():
     """PyTorch's CPU build links MKL into libtorch_cpu.so (no libmkl file is loaded): the record names MKL

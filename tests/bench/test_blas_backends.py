@@ -3,8 +3,8 @@
 The fast tests apply backends in this process's environment (restored after each) and hold the refusals to one
 line each. The slow tests run the entrypoint for real on Wu et al.'s Theano LeNet and TensorFlow MNIST network:
 a Theano run at "openblas" and one at "reference" must have loaded different BLAS (read from each process by
-bench/blas.py, and the reference run no OpenBLAS of the system at all), and TensorFlow runs at "eigen" and
-"onednn" must record the oneDNN switch each asked for.
+bench/blas.py and held against /proc/<pid>/maps read from outside, and the reference run no OpenBLAS of the
+system at all), and TensorFlow runs at "eigen" and "onednn" must record the oneDNN switch each asked for.
 """
 
 from __future__ import annotations
@@ -17,12 +17,13 @@ from pathlib import Path
 import pytest
 
 from analysis.runs import blas_loaded
-from bench import blas_backends, request, schema
+from bench import blas, blas_backends, request, schema
 from bench.errors import UsageError
 from campaign import plan
 from campaign.runners.local import LocalRunner
 from campaign.study import Experiment
 from images import envs
+from tests.procmaps import run_watched
 from tests.runrecord import minimal_request
 
 REPO = Path(__file__).resolve().parents[2]
@@ -135,14 +136,13 @@ def _requests(tmp_path: Path, framework: str, workload: str, values: list[str]) 
     return found
 
 
-def _run(python: Path, req: Path, out: Path) -> dict:
-    """Run `python -m bench run` on a request; its validated run.json."""
-    proc = subprocess.run([str(python), "-m", "bench", "run", "--request", str(req), "--out", str(out)], cwd=REPO,
-                          env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+def _run(python: Path, req: Path, out: Path) -> tuple[dict, set[str]]:
+    """Run `python -m bench run` on a request: its validated run.json, and every file the kernel showed
+    mapped into its process while it ran (tests/procmaps.py)."""
+    mapped = run_watched(python, req, out, timeout=600)
     record = schema.read_run(out)
     assert record["status"] == "ok", record["failure"]
-    return record
+    return record, mapped
 
 
 def _system_blas(record: dict) -> list:
@@ -157,13 +157,18 @@ def test_theano_runs_at_openblas_and_reference_load_the_blas_each_asked_for(tmp_
         pytest.skip("Debian's reference BLAS is not installed (apt-get install libblas-dev)")
     reqs = _requests(tmp_path, "theano", "wu-theano-lenet", ["openblas", "reference"])
     python = envs.ensure_env("theano").python
-    records = {value: _run(python, req, tmp_path / value) for value, req in reqs.items()}
+    runs = {value: _run(python, req, tmp_path / value) for value, req in reqs.items()}
+    records = {value: record for value, (record, _) in runs.items()}
+    for value, (record, mapped) in runs.items():  # what each run recorded, its process had mapped
+        recorded = {lib["filepath"] for lib in record["environment"]["libraries"] if lib["kind"] == "blas"}
+        assert recorded and recorded <= mapped, value
     openblas, reference = (_system_blas(records[v]) for v in ("openblas", "reference"))
     assert [lib["api"] for lib in openblas] == ["openblas"] and openblas[0]["num_threads"] == 1
     # The reference run loaded Debian's reference BLAS and no OpenBLAS of the system (its threads are not set
     # through one it does not compute with).
     assert [(lib["api"], os.path.dirname(lib["filepath"])) for lib in reference] == [
         ("other", blas_backends.REFERENCE_BLAS_DIR)]
+    assert not {lib["filepath"] for lib in reference} & runs["openblas"][1]  # never loaded by the OpenBLAS run
     assert records["reference"]["device_used"]["threads"]["openblas"] is None
     flags = {v: r["device_used"]["theano_config"]["blas.ldflags"] for v, r in records.items()}
     assert flags == {v: blas_backends.BACKENDS["theano"][v].ldflags for v in flags}
@@ -176,7 +181,8 @@ def test_theano_runs_at_openblas_and_reference_load_the_blas_each_asked_for(tmp_
 def test_tensorflow_runs_at_eigen_and_onednn_record_the_switch_each_asked_for(tmp_path):
     reqs = _requests(tmp_path, "tensorflow", "wu-tf-mnist", ["eigen", "onednn"])
     python = envs.ensure_env("tensorflow").python
-    records = {value: _run(python, req, tmp_path / value) for value, req in reqs.items()}
+    records = {value: _run(python, req, tmp_path / value)[0] for value, req in reqs.items()}
+    assert all(lib["kind"] in blas.KINDS for r in records.values() for lib in r["environment"]["libraries"])
     settings = {v: r["environment"]["library_settings"] for v, r in records.items()}
     assert settings == {"eigen": {"TF_ENABLE_ONEDNN_OPTS": "0"}, "onednn": {"TF_ENABLE_ONEDNN_OPTS": "1"}}
     assert {v: blas_loaded(r["environment"]) for v, r in records.items()} == {"eigen": "eigen", "onednn": "onednn"}

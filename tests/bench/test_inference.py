@@ -170,7 +170,8 @@ def test_the_planner_refuses_frameworks_without_the_hook_in_one_line(monkeypatch
     why = plan.refusal("pytorch", "paper", spec, {})
     assert why.startswith("the inference protocol's forward-pass hook is written for the current era, not paper")
     monkeypatch.setattr(inference, "SUPPORT", inference.loopback.Support(
-        ("pytorch",), inference.ERAS, inference.SUPPORT.lacks, inference.SUPPORT.written))
+        ("pytorch",), inference.ERAS, inference.SUPPORT.lacks, inference.SUPPORT.written,
+        inference.SUPPORT.runs))
     monkeypatch.setattr(inference, "FRAMEWORKS", ("pytorch",))
     why = plan.refusal("theano", "current", spec, {})
     assert why == ("theano has no forward-pass hook (Trainer.infer: bench/inference.py); inference runs go with "

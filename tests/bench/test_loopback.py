@@ -54,7 +54,8 @@ def test_when_a_rank_fails_the_others_are_ended_at_once_and_its_message_is_raise
     assert isinstance(failed, RuntimeError)  # the run records it as a crash
 
 
-SUPPORT = loopback.Support(("pytorch",), ("current",), "has no widget (bench/widget.py)", "widgets are written")
+SUPPORT = loopback.Support(("pytorch",), ("current",), "has no widget (bench/widget.py)", "widgets are written",
+                           "widget runs")
 
 
 @pytest.mark.parametrize("framework, era, why", [
@@ -64,6 +65,8 @@ SUPPORT = loopback.Support(("pytorch",), ("current",), "has no widget (bench/wid
 ])
 def test_a_feature_refuses_other_frameworks_and_eras_in_one_line(framework, era, why):
     assert SUPPORT.refusal(framework, era) == why
+    assert SUPPORT.plan_refusal(framework, era) == (
+        why and f"{why}; widget runs go with FRAMEWORKS=pytorch and ERA=current")
     if why is None:
         SUPPORT.require(framework, era, "it cannot widget", "run it")
         return

@@ -72,6 +72,18 @@ def test_gpu_target_without_gpu_names_the_cpu_variant(target, cpu):
     assert line.endswith(f"run the CPU variant instead: make {cpu}")
 
 
+@pytest.mark.parametrize("target, first, cpu", [("wu-gpu", "wu-gpu-defaults", "wu-cpu"),
+                                                ("ilkarman-gpu", "ilkarman-train-gpu", "ilkarman-cpu")])
+def test_a_gpu_study_target_without_gpu_names_the_whole_studys_cpu_target(target, first, cpu):
+    # wu-gpu and ilkarman-gpu run several experiments: the CPU counterpart named is the study's whole CPU target.
+    no_gpu_here()
+    start = time.monotonic()
+    proc = make(target)
+    assert time.monotonic() - start < 30 and proc.returncode != 0
+    [line] = error_lines(proc)
+    assert line.startswith(f"error: {first} needs an NVIDIA GPU") and line.endswith(f"make {cpu}")
+
+
 @pytest.mark.parametrize("target, cpu", [("shi-gpu", "shi-cpu"), ("gpu-cnn", "cpu-cnn"), ("gpu-lstm", "cpu-lstm"),
                                          ("shams-gpu", "shams-cpu")])
 def test_check_gpu_names_the_cpu_counterpart_its_study_file_gives(target, cpu):

@@ -106,7 +106,8 @@ def test_a_collective_workload_plans_only_frameworks_with_a_collective_module(tm
     runs = plan.plan(m, ScriptRunner("ok"), "t", tmp_path / "r", tmp_path / "no-data", 1)
     assert [r.request["framework"] for r in runs] == ["pytorch", "pytorch"] and not (tmp_path / "no-data").exists()
     assert runs[0].request["spec"]["measurement"] == {"protocol": "iterations", "warmup": 1, "iterations": 3}
-    assert "skipping allreduce-shams for tensorflow: tensorflow has no collective module" in capsys.readouterr().out
+    assert ("skipping allreduce-shams for tensorflow: tensorflow has no collective module (bench/collectives); "
+            "collective runs go with FRAMEWORKS=pytorch and ERA=current") in capsys.readouterr().out
 
 
 def test_a_ranks_sweep_plans_more_ranks_only_for_frameworks_that_train_data_parallel(tmp_path, capsys):

@@ -484,11 +484,8 @@ def _check_toolchain() -> None:
             "Theano found no C++ compiler (g++): without it every op runs as slow Python code. "
             "Install g++ (Debian: apt-get install g++) and the Python headers"
         )
-    if "openblas" in theano.config.blas.ldflags and not ctypes.util.find_library("openblas"):
-        raise RuntimeError(
-            f"THEANO_FLAGS blas.ldflags={theano.config.blas.ldflags} but no OpenBLAS library is installed "
-            "(Debian: apt-get install libopenblas-dev)"
-        )
+    if "openblas" in theano.config.blas.ldflags:  # the kit's default too, which no blas sweep point checked
+        blas_backends.require_library("theano", "openblas")
 
 
 def _openblas() -> Any:
