@@ -49,9 +49,9 @@ BASE_IMAGE ?=
 export BASE_IMAGE
 
 # Every experiment of campaign/studies/*.toml (demo has its own recipe below).
-CAMPAIGN_TARGETS := cpu-cnn gpu-cnn cpu-lstm gpu-lstm shi-cpu shi-gpu shams-cpu shams-gpu shams-allreduce-cpu shams-allreduce-gpu shams-scaleup-cpu shams-scaleup-gpu shi-multigpu wu-cpu-defaults wu-gpu-defaults wu-cpu-batch wu-cpu-lr wu-gpu-lr wu-cpu-threads wu-cpu-blas ilkarman-train-cpu ilkarman-train-gpu ilkarman-features-cpu ilkarman-features-gpu
+CAMPAIGN_TARGETS := cpu-cnn gpu-cnn cpu-lstm gpu-lstm shi-cpu shi-gpu shams-cpu shams-gpu shams-allreduce-cpu shams-allreduce-gpu shams-scaleup-cpu shams-scaleup-gpu shi-multigpu wu-cpu-defaults wu-gpu-defaults wu-cpu-batch wu-cpu-lr wu-gpu-lr wu-cpu-threads wu-cpu-blas ilkarman-train-cpu ilkarman-train-gpu ilkarman-features-cpu ilkarman-features-gpu ilkarman-rnn-cpu ilkarman-rnn-gpu ilkarman-layout-cpu ilkarman-layout-gpu ilkarman-autotune-gpu
 # Those whose experiment runs on a GPU: they stop at once on a machine without one.
-GPU_TARGETS := gpu-cnn gpu-lstm shi-gpu shams-gpu shams-allreduce-gpu shams-scaleup-gpu shi-multigpu wu-gpu-defaults wu-gpu-lr ilkarman-train-gpu ilkarman-features-gpu
+GPU_TARGETS := gpu-cnn gpu-lstm shi-gpu shams-gpu shams-allreduce-gpu shams-scaleup-gpu shi-multigpu wu-gpu-defaults wu-gpu-lr ilkarman-train-gpu ilkarman-features-gpu ilkarman-rnn-gpu ilkarman-layout-gpu ilkarman-autotune-gpu
 RUN_ARGS = --frameworks "$(FRAMEWORKS)" --era "$(ERA)" --profile "$(PROFILE)" --repeats "$(REPEATS)" \
            --runner "$(RUNNER)" --data "$(DATA)" $(if $(THREADS),--threads "$(THREADS)") \
            $(if $(TIMEOUT),--timeout "$(TIMEOUT)") --gpus "$(GPUS)" --parallel "$(PARALLEL)" \
@@ -68,7 +68,7 @@ help: ## list the targets and variables
 	@echo "dlrepro: reproduce DLBench and related deep-learning-framework benchmark studies"
 	@echo
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | awk -F'\t' '{printf "  make %-10s %s\n", $$1, $$2}'
-	@echo "  make cpu-cnn    (also gpu-cnn, cpu-lstm, gpu-lstm; Shi et al.: shi-cpu, shi-gpu, shi-multigpu; Shams et al.: shams-cpu, shams-gpu, shams-allreduce-cpu, shams-allreduce-gpu, shams-scaleup-cpu, shams-scaleup-gpu; Wu et al.: wu-cpu = wu-cpu-defaults + -batch + -lr + -threads + -blas, wu-gpu = wu-gpu-defaults + wu-gpu-lr; ilkarman/DeepLearningFrameworks: ilkarman-cpu, ilkarman-gpu = ilkarman-train-* + ilkarman-features-*) a whole study campaign: data, runs, report"
+	@echo "  make cpu-cnn    (also gpu-cnn, cpu-lstm, gpu-lstm; Shi et al.: shi-cpu, shi-gpu, shi-multigpu; Shams et al.: shams-cpu, shams-gpu, shams-allreduce-cpu, shams-allreduce-gpu, shams-scaleup-cpu, shams-scaleup-gpu; Wu et al.: wu-cpu = wu-cpu-defaults + -batch + -lr + -threads + -blas, wu-gpu = wu-gpu-defaults + wu-gpu-lr; ilkarman/DeepLearningFrameworks: ilkarman-cpu = ilkarman-train-cpu + -features-cpu + -rnn-cpu + -layout-cpu, ilkarman-gpu = the same on the GPU + ilkarman-autotune-gpu) a whole study campaign: data, runs, report"
 	@echo
 	@echo "variables: FRAMEWORKS=\"$(FRAMEWORKS)\" PROFILE=$(PROFILE) (paper|quick|smoke) REPEATS=$(REPEATS)"
 	@echo "           RUNNER=$(RUNNER) (auto|docker|local|system) DATA=$(DATA) (real|synthetic) THREADS CAMPAIGN MIRROR TIMEOUT"
@@ -213,8 +213,9 @@ report: analyze
 
 # cpu-cnn, gpu-cnn, cpu-lstm, gpu-lstm, shi-cpu, shi-gpu, shi-multigpu, shams-cpu, shams-gpu, shams-allreduce-cpu,
 # shams-allreduce-gpu, shams-scaleup-cpu, shams-scaleup-gpu, wu-cpu-defaults, wu-gpu-defaults, wu-cpu-batch, wu-cpu-lr,
-# wu-gpu-lr, wu-cpu-threads, wu-cpu-blas, ilkarman-train-cpu, ilkarman-train-gpu, ilkarman-features-cpu, ilkarman-features-gpu: data, runs,
-# report.
+# wu-gpu-lr, wu-cpu-threads, wu-cpu-blas, ilkarman-train-cpu, ilkarman-train-gpu, ilkarman-features-cpu,
+# ilkarman-features-gpu, ilkarman-rnn-cpu, ilkarman-rnn-gpu, ilkarman-layout-cpu, ilkarman-layout-gpu,
+# ilkarman-autotune-gpu: data, runs, report.
 # A target whose experiment runs on the GPU (GPU_TARGETS) stops at once without one, naming the CPU
 # target its study file gives it (`cpu = ...`; check-gpu needs only the standard library, so it runs
 # before the host environment is built).
@@ -229,12 +230,15 @@ wu-cpu wu-gpu:
 	  $(MAKE) --no-print-directory $$target CAMPAIGN="$(or $(CAMPAIGN),$@)" || exit $$?; done
 
 # ilkarman/DeepLearningFrameworks' three benchmarks in one campaign and one report: training (the CIFAR-10 CNN and
-# the IMDB GRU, epochs timed whole) and ResNet-50 feature extraction (forward passes), two experiments of
-# campaign/studies/ilkarman.toml because they time different things.
+# the IMDB GRU, epochs timed whole) and ResNet-50 feature extraction (forward passes), experiments of
+# campaign/studies/ilkarman.toml because they time different things, then its performance switches (the recurrent
+# kernel, the convolution layout, and on a GPU cuDNN autotuning: claim ilkarman-1).
+ILKARMAN_CPU := ilkarman-train-cpu ilkarman-features-cpu ilkarman-rnn-cpu ilkarman-layout-cpu
+ILKARMAN_GPU := ilkarman-train-gpu ilkarman-features-gpu ilkarman-rnn-gpu ilkarman-layout-gpu ilkarman-autotune-gpu
 ilkarman-cpu ilkarman-gpu:
-	@$(if $(filter ilkarman-gpu,$@),$(PYTHON) -m campaign check-gpu ilkarman-train-gpu --instead ilkarman-cpu,true)
-	@$(MAKE) --no-print-directory $(subst ilkarman-,ilkarman-train-,$@) CAMPAIGN="$(or $(CAMPAIGN),$@)"
-	@$(MAKE) --no-print-directory $(subst ilkarman-,ilkarman-features-,$@) CAMPAIGN="$(or $(CAMPAIGN),$@)"
+	@$(if $(filter ilkarman-gpu,$@),$(PYTHON) -m campaign check-gpu $(firstword $(ILKARMAN_GPU)) --instead ilkarman-cpu,true)
+	@for target in $(if $(filter ilkarman-gpu,$@),$(ILKARMAN_GPU),$(ILKARMAN_CPU)); do \
+	  $(MAKE) --no-print-directory $$target CAMPAIGN="$(or $(CAMPAIGN),$@)" || exit $$?; done
 
 $(CAMPAIGN_TARGETS):
 	@$(if $(filter $(GPU_TARGETS),$@),$(PYTHON) -m campaign check-gpu $@,true)

@@ -21,6 +21,7 @@ from analysis.sections.datasets import datasets_section
 from analysis.sections.departures import departures_section
 from analysis.sections.environment import environment_section, hardware_section, settings_section
 from analysis.sections.eras import era_comparison_section
+from analysis.sections.ilkarman import ilkarman_section
 from analysis.sections.minibatches import minibatches_section
 from analysis.sections.not_reproduced import not_reproduced_section
 from analysis.sections.outputs import figures_section, files_section
@@ -39,9 +40,10 @@ __all__ = ["SECTIONS", "ReportContext", "build_report", "render_html", "render_m
 # paper on each workload": the header (title and the synthetic-data banner), then the scoreboard figure
 # and table; then the claims this campaign decides and the list of those it cannot, ahead of the
 # detailed tables they rest on, then the runs whose timings absorbed other load. Shi et al.'s seconds per
-# mini-batch and Wu et al.'s tables (each only for campaigns with runs of its workloads) and the paper-era vs
-# current-era table follow the comparison with the published numbers, each claim's exact test follows
-# the statistics, and the departures from the paper's setup follow the environment.
+# mini-batch, Wu et al.'s tables and ilkarman's times (each only for campaigns with runs of its
+# workloads) and the paper-era vs current-era table follow the comparison with the published numbers,
+# each claim's exact test follows the statistics, and the departures from the paper's setup follow the
+# environment.
 SECTIONS: tuple[Section, ...] = (
     header_section,
     scoreboard_section,
@@ -52,6 +54,7 @@ SECTIONS: tuple[Section, ...] = (
     comparison_section,
     shi_section,
     wu_section,
+    ilkarman_section,
     minibatches_section,
     allreduce_section,
     scaling_section,

@@ -19,6 +19,7 @@ from typing import Any
 
 import pandas as pd
 
+from bench import switches
 from bench.schema import (
     RUN_FILE,
     SchemaError,
@@ -82,6 +83,9 @@ RUN_DTYPES: dict[str, str] = {
     # The BLAS backend the run asked for (its sweep's `blas`: bench/blas_backends.py; empty outside such a sweep),
     # and the one the run's record says did the work (blas_loaded()).
     "blas": _STR, "blas_loaded": _STR,
+    # The performance switches a run asked for (its sweep's cudnn_autotune, rnn_kernel, layout: bench/switches.py;
+    # empty outside such a sweep, where each module runs the switch's first value).
+    "cudnn_autotune": _STR, "rnn_kernel": _STR, "layout": _STR,
     "trainable_params": _INT, "runner": _STR, "image_digest": _STR, "env_id": _STR, "framework_version": _STR,
     "python": _STR, "run_dir": _STR,
 }
@@ -347,6 +351,7 @@ def run_row(run_dir: Path, run: dict, epochs: Sequence[dict[str, Any]], problems
         "batch_size": (spec.get("training") or {}).get("batch_size"),
         "learning_rate": _learning_rate(spec),
         "blas": (cfg.get("sweep") or {}).get("blas"),
+        **{axis: (cfg.get("sweep") or {}).get(axis) for axis in switches.SWITCHES},
         "blas_loaded": blas_loaded(env),
         "trainable_params": (run.get("model") or {}).get("trainable_params"),
         "runner": cfg["runner"],

@@ -39,8 +39,10 @@ _AFFIXES = [(prefix, suffix) for prefix in ("", "scipy_") for suffix in ("", "64
 _GEMM = ("dgemm_", "cblas_dgemm")
 _OPENBLAS_PARALLEL = {0: "sequential", 1: "pthreads", 2: "openmp"}
 _MKL_LAYERS = {0: "intel", 1: "sequential", 2: "pgi", 3: "gnu", 4: "tbb", -1: "not specified"}
-# Environment variables a loaded framework reads to pick its CPU kernels: {module: (variable, ...)}.
-SETTING_VARS = {"tensorflow": ("TF_ENABLE_ONEDNN_OPTS",)}
+# Environment variables a loaded framework reads to pick its kernels (oneDNN on CPUs; cuDNN autotuning, the
+# cudnn_autotune sweep: bench/switches.py): {module: (variable, ...)}.
+SETTING_VARS = {"tensorflow": ("TF_ENABLE_ONEDNN_OPTS", "TF_CUDNN_USE_AUTOTUNE"),
+                "mxnet": ("MXNET_CUDNN_AUTOTUNE_DEFAULT",)}
 _VERSION = re.compile(r"[0-9]+(?:\.[0-9]+)+")
 
 

@@ -40,6 +40,7 @@ from bench import (
     prepared,
     request,
     schema,
+    switches,
     threads,
 )
 from bench.errors import UsageError
@@ -245,6 +246,7 @@ def run(req: dict, out: Path, data_dir: Optional[Path] = None) -> int:
     write run.json, ok or failed with its cause; return 0 if it succeeded, 1 if it failed."""
     threads.pin(req["threads"])  # again, for callers that did not come through __main__
     blas_backends.apply(req)  # the sweep's BLAS backend, before the framework is imported
+    switches.apply(req)  # the sweep's performance switches (cuDNN autotuning, kernels, layout), likewise
     seed_everything(req["seed"])
     out.mkdir(parents=True, exist_ok=True)
     data_dir = Path(data_dir or req["data"]["path"])

@@ -28,6 +28,7 @@ from bench import (
     modelplan,
     prepared,
     request,
+    switches,
 )
 from bench.errors import UsageError
 from campaign import requests, specs
@@ -162,9 +163,15 @@ def refusal(framework: str, era: str, spec: dict, point: dict) -> str | None:
     """Why `framework` of `era` cannot run the resolved spec at the sweep point, naming what can, or None:
     a collective it has none of (bench/collectives), data-parallel ranks it cannot train over
     (bench/dataparallel.py), forward passes it has no hook for (the inference protocol: bench/inference.py), or a
-    BLAS backend it cannot switch to (the blas axis: bench/blas_backends.py). Its other runs go ahead."""
+    BLAS backend it cannot switch to (the blas axis: bench/blas_backends.py), or a performance switch it has not or
+    that changes nothing in this model (bench/switches.py). Its other runs go ahead."""
     if blas_backends.AXIS in point:
         why = blas_backends.refusal(framework, era, point[blas_backends.AXIS])
+        if why:
+            return why
+    for axis in sorted(set(point) & set(switches.SWITCHES)):
+        why = (switches.refusal(axis, framework, era, point[axis])
+               or switches.inapplicable(axis, {layer.type for layer in modelplan.plan(spec).flat_layers}))
         if why:
             return why
     if collectives.is_collective(spec):

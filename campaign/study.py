@@ -9,7 +9,7 @@ analysis/studies; `reference`: its published tables in analysis/reference) and o
     cpu = "<target>"                       # GPU experiments (required): the CPU experiment offered instead
     measurement = { protocol = "iterations", warmup = 100, iterations = 1000 }   # optional
     sweep = { threads = "doubling" | [1, 2, 4], batch_size = [50, 500], ranks = [1, 2],   # optional
-              learning_rate = [1e-4, 1e-3], blas = ["onednn", "eigen"] }
+              learning_rate = [1e-4, 1e-3], blas = ["onednn", "eigen"], rnn_kernel = ["fused", "plain"] }
     batch_sizes = { "<workload>" = 128 }   # optional: the experiment's batch size for some of its workloads
     split_batch = true                     # optional, with a ranks sweep: the batch size is the step's, split
                                            # between the ranks (Shi et al.'s Table 8), not each rank's (Shams et al.)
@@ -22,7 +22,10 @@ workload x framework x repeat once per point of the axes' product; each point en
 (request["sweep"]) and so its run id, and the report groups by it. `threads = "doubling"` is 1, 2, 4, ...
 up to and past the machine's physical cores (doubling_threads). `learning_rate` sets the optimizer's lr
 (training.optimizer.lr: positive numbers, the one real-valued axis). `blas` names the BLAS backend a run asks its
-framework for (bench/blas_backends.py: words; campaign.plan skips a framework that cannot switch to it).
+framework for (bench/blas_backends.py: words; campaign.plan skips a framework that cannot switch to it);
+`cudnn_autotune` ("on", "off": GPU experiments only), `rnn_kernel` ("fused", "plain") and `layout`
+("channels_first", "channels_last") are the performance switches of bench/switches.py; campaign.plan skips a
+framework without the switch, and a workload it does not apply to.
 `ranks` is the number of data-parallel workers a run trains over (bench/dataparallel.py: one GPU each, or
 processes sharing the CPU's cores), each at
 the workload's batch size; it needs the iteration protocol, and campaign.plan skips ranks > 1 for frameworks
@@ -43,7 +46,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from bench import blas_backends
+from bench import blas_backends, switches
 from bench import measurement as measure
 from bench.errors import UsageError
 from bench.threads import physical_cores as host_physical_cores
@@ -60,11 +63,17 @@ SWEEP_AXES: dict[str, tuple[str, ...]] = {
     "ranks": (),
     "learning_rate": ("training", "optimizer", "lr"),  # Wu et al.'s learning-rate sweep
     "blas": (),  # the BLAS backend a run asks for (bench/blas_backends.py: applied in the run, before the framework)
+    # The performance switches (bench/switches.py): cuDNN autotuning (GPU experiments only), the recurrent kernel,
+    # the convolution layout; applied in the run, before the framework.
+    **{axis: () for axis in switches.SWITCHES},
 }
 # Axes whose points are positive numbers, not whole numbers (the rest are counts).
 REAL_AXES = ("learning_rate",)
 # Axes whose points are words, each one of these.
-WORD_AXES: dict[str, tuple[str, ...]] = {blas_backends.AXIS: tuple(blas_backends.values())}
+WORD_AXES: dict[str, tuple[str, ...]] = {blas_backends.AXIS: tuple(blas_backends.values()),
+                                          **{axis: s.values for axis, s in switches.SWITCHES.items()}}
+# Axes that only mean something on a GPU.
+GPU_AXES = tuple(axis for axis, s in switches.SWITCHES.items() if s.gpu_only)
 _STUDY_KEYS = {"title", "claims", "reference"}
 _EXPERIMENT_KEYS = {"device", "workloads", "cpu", "measurement", "sweep", "profiles", "batch_sizes", "split_batch"}
 
@@ -195,6 +204,10 @@ def _experiment(target: str, study: str, table: dict, where: str) -> Experiment:
             also = ' or "doubling"' if axis == "threads" else ""
             what = "positive numbers" if axis in REAL_AXES else "positive whole numbers"
             raise UsageError(f"{where} sweeps {axis} over {values!r}", f"give a list of {what}{also}")
+    gpu_only = sorted(set(sweep) & set(GPU_AXES))
+    if gpu_only and table["device"] != "gpu":
+        raise UsageError(f"{where} sweeps {gpu_only[0]} on the CPU, where no cuDNN runs",
+                         f"sweep {gpu_only[0]} in a GPU experiment (device = \"gpu\")")
     if "ranks" in sweep and (measurement or {}).get("protocol") != measure.ITERATIONS:
         raise UsageError(f"{where} sweeps ranks without the iteration protocol (data-parallel runs time mini-batches)",
                          "add measurement = { protocol = \"iterations\", warmup = W, iterations = N }")

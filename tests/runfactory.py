@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from bench import generated
 from bench import request as run_request
 from bench.schema import (
     LOG_FILE,
@@ -57,6 +58,15 @@ def system_environment(framework: str, python: str, gpu: Sequence[float] | None)
     return {"python": python, "executable": "/usr/bin/python3", "packages_sha256": SYSTEM_SHA256,
             "packages_source": "pip freeze", "frameworks": {framework: "1.0", "numpy": "2.4.6"},
             "framework_package": framework, "cuda": "12.4" if gpu else None}
+
+
+def _request_data(spec: dict, source: str) -> dict[str, Any]:
+    """A request's data block: prepared arrays of the spec's dataset, or the recipe of data generated in the run."""
+    if generated.is_generated(spec):
+        return {"dataset": generated.NAME, "source": generated.SOURCE, "arrays_sha256": "ab" * 32, "path": "",
+                "train_indices": None, "test_indices": None, "generated": generated.recipe(spec)}
+    return {"dataset": spec["dataset"], "source": source, "arrays_sha256": "ab" * 32,
+            "path": "/data/prepared/" + spec["dataset"], "train_indices": None, "test_indices": None}
 
 
 def make_run(campaign: Path, framework: str, workload: str, repeat: int, *,
@@ -116,8 +126,7 @@ def make_run(campaign: Path, framework: str, workload: str, repeat: int, *,
     summary.update(cached or {})
     req = run_request.make(
         framework=framework, era=era, workload=workload, profile=profile, spec=spec,
-        data={"dataset": spec["dataset"], "source": data_source, "arrays_sha256": "ab" * 32,
-              "path": "/data/prepared/" + spec["dataset"], "train_indices": None, "test_indices": None},
+        data=_request_data(spec, data_source),
         device=device, threads=(sweep or {}).get("threads", 2),
         seed=repeat - 1, repeat=repeat, campaign=Path(campaign).name, runner=runner,
         env_id=SYSTEM_SHA256 if runner == "system" else "cd" * 32,

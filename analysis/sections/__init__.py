@@ -11,6 +11,7 @@ builder has the same signature and SECTIONS alone decides the order.
     comparison      comparison with the published numbers, resource use
     shi             Shi et al.'s seconds per mini-batch (Tables 7, 8) beside the kit's, per thread count and GPU
     wu              Wu et al.'s tables (baseline, batch size, learning rate, threads, BLAS) beside the kit's runs
+    ilkarman        ilkarman/DeepLearningFrameworks' K80/P100 times beside the kit's, as ratios to a base framework
     allreduce       all-reduce seconds and bus bandwidth per size of collective runs (Shams et al.)
     scaling         data-parallel images per ms, speedup and efficiency per rank count of ranks sweeps (Shams et al.)
     eras            paper era vs current era: the same workloads side by side

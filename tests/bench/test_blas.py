@@ -149,6 +149,7 @@ def test_libraries_off_the_list_of_names_are_not_read(tmp_path):
 def test_the_onednn_switch_is_recorded_only_when_tensorflow_is_loaded(monkeypatch):
     monkeypatch.setenv("TF_ENABLE_ONEDNN_OPTS", "0")
     monkeypatch.delitem(sys.modules, "tensorflow", raising=False)
+    monkeypatch.delitem(sys.modules, "mxnet", raising=False)
     assert blas.library_settings() == {}
 
 

@@ -19,12 +19,10 @@ import pytest
 from analysis.runs import blas_loaded
 from bench import blas, blas_backends, request, schema
 from bench.errors import UsageError
-from campaign import plan
-from campaign.runners.local import LocalRunner
-from campaign.study import Experiment
 from images import envs
 from tests.procmaps import run_watched
 from tests.runrecord import minimal_request
+from tests.sweepruns import sweep_requests
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -118,24 +116,6 @@ def test_every_framework_that_can_switch_can_reach_each_of_its_values():
 
 
 # -- real runs (slow) ------------------------------------------------------------------------------
-def _requests(tmp_path: Path, framework: str, workload: str, values: list[str]) -> dict[str, Path]:
-    """{value: request.json} of smoke runs of `workload` on synthetic data, one thread, one per blas value,
-    planned as a study experiment sweeping blas over `values` is."""
-    if not (tmp_path / "data").exists():
-        subprocess.run([sys.executable, "-m", "data", "synthetic", "--root", str(tmp_path / "data"), "--datasets",
-                        "mnist"], cwd=REPO, check=True)
-    experiment = Experiment("blas-cpu", "test", "cpu", (workload,), sweep={"blas": values})
-    matrix = plan.Matrix((framework,), (workload,), "cpu", "smoke", 1, "synthetic", experiment=experiment)
-    runs = plan.plan(matrix, LocalRunner(), "blas", tmp_path / "results", tmp_path / "data", threads=1)
-    found = {}
-    for run in runs:
-        folder = tmp_path / "req" / run.run_id
-        request.write(folder, run.request)
-        found[run.request["sweep"]["blas"]] = folder / request.REQUEST_FILE
-    assert sorted(found) == sorted(values)
-    return found
-
-
 def _run(python: Path, req: Path, out: Path) -> tuple[dict, set[str]]:
     """Run `python -m bench run` on a request: its validated run.json, and every file the kernel showed
     mapped into its process while it ran (tests/procmaps.py)."""
@@ -155,7 +135,7 @@ def _system_blas(record: dict) -> list:
 def test_theano_runs_at_openblas_and_reference_load_the_blas_each_asked_for(tmp_path):
     if not Path(blas_backends.REFERENCE_BLAS_DIR, "libblas.so").exists():
         pytest.skip("Debian's reference BLAS is not installed (apt-get install libblas-dev)")
-    reqs = _requests(tmp_path, "theano", "wu-theano-lenet", ["openblas", "reference"])
+    reqs = sweep_requests(tmp_path, "theano", "wu-theano-lenet", "blas", ["openblas", "reference"])
     python = envs.ensure_env("theano").python
     runs = {value: _run(python, req, tmp_path / value) for value, req in reqs.items()}
     records = {value: record for value, (record, _) in runs.items()}
@@ -179,10 +159,12 @@ def test_theano_runs_at_openblas_and_reference_load_the_blas_each_asked_for(tmp_
 
 @pytest.mark.slow
 def test_tensorflow_runs_at_eigen_and_onednn_record_the_switch_each_asked_for(tmp_path):
-    reqs = _requests(tmp_path, "tensorflow", "wu-tf-mnist", ["eigen", "onednn"])
+    reqs = sweep_requests(tmp_path, "tensorflow", "wu-tf-mnist", "blas", ["eigen", "onednn"])
     python = envs.ensure_env("tensorflow").python
     records = {value: _run(python, req, tmp_path / value)[0] for value, req in reqs.items()}
     assert all(lib["kind"] in blas.KINDS for r in records.values() for lib in r["environment"]["libraries"])
     settings = {v: r["environment"]["library_settings"] for v, r in records.items()}
-    assert settings == {"eigen": {"TF_ENABLE_ONEDNN_OPTS": "0"}, "onednn": {"TF_ENABLE_ONEDNN_OPTS": "1"}}
+    # TensorFlow's cuDNN autotuning variable is recorded too, unset outside a cudnn_autotune sweep.
+    assert settings == {"eigen": {"TF_ENABLE_ONEDNN_OPTS": "0", "TF_CUDNN_USE_AUTOTUNE": None},
+                        "onednn": {"TF_ENABLE_ONEDNN_OPTS": "1", "TF_CUDNN_USE_AUTOTUNE": None}}
     assert {v: blas_loaded(r["environment"]) for v, r in records.items()} == {"eigen": "eigen", "onednn": "onednn"}

@@ -46,7 +46,7 @@ import os
 import platform
 from typing import Any
 
-from bench import modelplan
+from bench import modelplan, switches
 from bench.frameworks import NonFiniteLoss, common
 
 # Honoured only if NumPy is not loaded yet (a plain `python -c` caller); see the docstring.
@@ -419,7 +419,8 @@ class ChainerTrainer:
         self.gpu = device == "gpu"
         self.xp = self.device.xp
         if self.gpu:
-            chainer.config.autotune = True  # cuDNN convolution autotuning: the input shapes are fixed
+            # cuDNN convolution autotuning (the input shapes are fixed) unless the cudnn_autotune sweep turned it off.
+            chainer.config.autotune = switches.value(switches.AUTOTUNE) == "on"
         self._thread_limit = self._set_threads()
         np.random.seed(seed)  # Chainer's initializers and CPU dropout draw from NumPy's global generator
         if self.gpu:
@@ -666,7 +667,7 @@ class ChainerTrainer:
                               "k = bias, alpha and beta as the plan's: Chainer does not divide alpha by n)")
         if "conv2d" in types:
             kernels["conv2d"] = (
-                "links.Convolution2D (cuDNN, autotune on)" if cudnn
+                f"links.Convolution2D (cuDNN, autotune {'on' if chainer.config.autotune else 'off'})" if cudnn
                 else f"links.Convolution2D (CPU: NumPy im2col + {blas_name} GEMM; no iDeep)"
             )
             kernels["maxpool2d"] = "functions.max_pooling_2d(cover_all=False); asymmetric 'same' via F.pad(-inf)"
@@ -706,7 +707,7 @@ class ChainerTrainer:
             "config": {
                 "type_check": False,
                 "use_cudnn": chainer.config.use_cudnn if self.gpu else "n/a (CPU)",
-                "autotune": bool(self.gpu),
+                "autotune": bool(chainer.config.autotune) if self.gpu else False,
                 "use_ideep": chainer.config.use_ideep,
             },
             "data_layout": "NCHW (converted once at setup)" if self.spec_model.input_shape

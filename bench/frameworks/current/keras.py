@@ -33,7 +33,7 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from bench import modelplan  # noqa: E402
+from bench import modelplan, switches  # noqa: E402
 from bench.frameworks import NonFiniteLoss, common  # noqa: E402
 from bench.frameworks.current._keras_optimizers import make_optimizer  # noqa: E402
 
@@ -190,7 +190,8 @@ def _layer(layer: modelplan.Layer, mask_zero: bool, return_state: bool = False) 
     if kind == "embedding":
         return layers.Embedding(layer["input_dim"], layer["output_dim"], mask_zero=mask_zero)
     if kind == "gru":  # reset_after (Keras 3's default, said here): cuDNN's form, two bias vectors per gate set
-        return layers.GRU(layer["units"], return_sequences=layer["return_sequences"], reset_after=True)
+        return layers.GRU(layer["units"], return_sequences=layer["return_sequences"], reset_after=True,
+                          use_cudnn=switches.keras_use_cudnn())
     # Default activations, no recurrent dropout, unroll=False: the cuDNN-eligible settings.
     return layers.LSTM(layer["units"], return_sequences=layer["return_sequences"], return_state=return_state)
 
@@ -422,8 +423,10 @@ class KerasTrainer:
             if self.seq2seq:
                 kernels["lstm_state"] = "encoder LSTM(return_state=True) -> decoder LSTM(initial_state=[h, c])"
         if "gru" in types:
-            kernels["gru"] = "keras.layers.GRU(reset_after=True) " + (
-                "(cuDNN path eligible: default activations, no mask)" if gpu
+            use_cudnn = switches.keras_use_cudnn()
+            kernels["gru"] = f"keras.layers.GRU(reset_after=True, use_cudnn={use_cudnn!r}) " + (
+                "(TensorFlow's loop over all steps: the plain kernel)" if use_cudnn is False
+                else "(cuDNN path eligible: default activations, no mask)" if gpu
                 else "(TensorFlow CPU loop over all steps; cuDNN needs a GPU)")
         if self.kind == "sequence":
             kernels["dense"] = "keras.layers.Dense on (N, T, units): one matmul over (N*T, units)"

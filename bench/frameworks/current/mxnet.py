@@ -36,7 +36,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from bench import modelplan
+from bench import modelplan, switches
 from bench.frameworks import NonFiniteLoss, common
 
 # Before `import mxnet`: its engine and OpenMP pool read these once, at import.
@@ -242,16 +242,26 @@ class _LSTM(gluon.HybridBlock):
 
 
 class _GRU(gluon.HybridBlock):
-    """Gluon's fused rnn.GRU (cuDNN's form: i2h and h2h biases) on a time-major (T, N, C) batch, every step read."""
+    """A GRU in cuDNN's form (i2h and h2h biases) on a time-major (T, N, C) batch, every step read. Fused: Gluon's
+    rnn.GRU, one RNN operator over the sequence; plain (the rnn_kernel switch): rnn.GRUCell stepped over time by
+    contrib.foreach, the same parameters."""
 
-    def __init__(self, input_size: int, units: int, return_sequences: bool, **kwargs):
+    def __init__(self, input_size: int, units: int, return_sequences: bool, plain: bool = False, **kwargs):
         super().__init__(**kwargs)
         self.return_sequences = return_sequences
+        self.units = units
+        self.plain = plain
         with self.name_scope():
-            self.gru = rnn.GRU(units, layout="TNC", input_size=input_size)
+            if plain:
+                self.cell = rnn.GRUCell(units, input_size=input_size)
+            else:
+                self.gru = rnn.GRU(units, layout="TNC", input_size=input_size)
 
     def hybrid_forward(self, F, x):  # noqa: N803
-        out = self.gru(x)
+        if self.plain:
+            out, _ = F.contrib.foreach(self.cell, x, [F.squeeze(_zero_state(F, x, self.units), axis=0)])
+        else:
+            out = self.gru(x)
         if self.return_sequences:
             return out
         # The last step by slicing: F.SequenceLast without sequence lengths segfaults in the backward pass
@@ -384,7 +394,8 @@ def _build_stack(layers: list[modelplan.Layer], gpu: bool, returns_state: bool =
             if batch_major:
                 raise modelplan.SpecError(f"layer {i}: gru needs a time-major sequence input "
                                           "(not the output of a per-step dense layer)")
-            blocks.append(_GRU(layer.input.features, layer["units"], layer["return_sequences"]))
+            blocks.append(_GRU(layer.input.features, layer["units"], layer["return_sequences"],
+                               plain=switches.value(switches.RNN_KERNEL) == "plain"))
         if act is not None:
             blocks.append(nn.Activation(act))
     time_major = bool(layers) and layers[0].type == "embedding"
@@ -742,6 +753,8 @@ class MXNetTrainer:
         if "gru" in types:
             kernels["gru"] = "gluon.rnn.GRU, TNC (fused RNN operator, " + ("cuDNN)" if self.gpu else "CPU" + (
                 ", oneDNN)" if onednn and os.environ.get("MXNET_USE_MKLDNN_RNN", "1") != "0" else ")"))
+            if switches.value(switches.RNN_KERNEL) == "plain":
+                kernels["gru"] = "gluon.rnn.GRUCell stepped over time by contrib.foreach, TNC (plain)"
         if self.kind == "sequence":
             kernels["dense"] = "gluon.nn.Dense(flatten=False) at every step: one GEMM over (N*T, units)"
         if self.gpu:

@@ -25,7 +25,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from bench import modelplan
+from bench import modelplan, switches
 from bench.frameworks import NonFiniteLoss, common
 from bench.loopback import TIMEOUT
 
@@ -109,16 +109,27 @@ class _LSTM(nn.Module):
 
 
 class _GRU(nn.Module):
-    """torch.nn.GRU (cuDNN's form: b_ih and b_hh per gate) over every step; the last step's state or all steps."""
+    """A GRU in cuDNN's form (b_ih and b_hh per gate) over every step; the last step's state or all steps. Fused:
+    torch.nn.GRU, one operator over the sequence; plain (the rnn_kernel switch): torch.nn.GRUCell applied step by
+    step, the same parameters and initialisation."""
 
-    def __init__(self, input_size: int, units: int, return_sequences: bool):
+    def __init__(self, input_size: int, units: int, return_sequences: bool, plain: bool = False):
         super().__init__()
-        self.gru = nn.GRU(input_size, units, batch_first=True)
+        self.units = units
+        self.gru = None if plain else nn.GRU(input_size, units, batch_first=True)
+        self.cell = nn.GRUCell(input_size, units) if plain else None
         self.return_sequences = return_sequences
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out, h_n = self.gru(x)
-        return out if self.return_sequences else h_n[-1]
+        if self.gru is not None:
+            out, h_n = self.gru(x)
+            return out if self.return_sequences else h_n[-1]
+        h = x.new_zeros(x.shape[0], self.units)
+        steps = []
+        for t in range(x.shape[1]):
+            h = self.cell(x[:, t], h)
+            steps.append(h)
+        return torch.stack(steps, dim=1) if self.return_sequences else h
 
 
 class _Rescale(nn.Module):
@@ -237,7 +248,8 @@ def _modules(layers: list[modelplan.Layer]) -> list[nn.Module]:
             mods.append(_LSTM(layer.input.features, layer["units"], layer["use_lengths"], layer["return_sequences"],
                               takes_state=layer["initial_state"] == "encoder"))
         elif kind == "gru":
-            mods.append(_GRU(layer.input.features, layer["units"], layer["return_sequences"]))
+            mods.append(_GRU(layer.input.features, layer["units"], layer["return_sequences"],
+                             plain=switches.value(switches.RNN_KERNEL) == "plain"))
         activation = layer.get("activation")
         if activation not in (None, "linear"):
             mods.append(_ACTIVATIONS[activation]())
@@ -322,7 +334,8 @@ class TorchTrainer:
         self.cuda = self.device.type == "cuda"
         _set_threads()
         if self.cuda:
-            torch.backends.cudnn.benchmark = True  # autotune conv algorithms: input shapes are fixed
+            # Autotune conv algorithms (input shapes are fixed) unless the cudnn_autotune sweep turned it off.
+            torch.backends.cudnn.benchmark = switches.value(switches.AUTOTUNE) == "on"
         torch.manual_seed(seed)
         # Shuffling has its own generator so its order depends on the seed alone, not on how many
         # random numbers model initialization or dropout drew.
@@ -331,7 +344,10 @@ class TorchTrainer:
         self.kind = self.spec_model.kind
         # The bare model: evaluation and outputs run it (a DDP forward broadcasts BatchNorm's buffers, a
         # collective that only rank 0, which alone evaluates, would call). Training runs self.model.
-        self.net = build_model(self.spec_model).to(self.device)
+        # The convolutions' memory layout (the layout switch): the module's NCHW, or NHWC strides (channels_last).
+        self.memory_format = (torch.channels_last if switches.value(switches.LAYOUT) == "channels_last"
+                              else torch.contiguous_format)
+        self.net = build_model(self.spec_model).to(self.device, memory_format=self.memory_format)
         self.model: nn.Module = self.net
         if parallel:
             self.backend = PARALLEL_BACKENDS[device]
@@ -398,6 +414,8 @@ class TorchTrainer:
         """The model's logits of a batch; `net`: the module to run (default the training one, self.model)."""
         net = self.model if net is None else net
         lengths = batch.get("len")
+        if batch["x"].ndim == 4:  # images in the run's layout (a no-op when they are in it already)
+            batch = {**batch, "x": batch["x"].contiguous(memory_format=self.memory_format)}
         if "x_dec" in batch:
             return net(batch["x"], lengths, batch["x_dec"])
         out = net(batch["x"], lengths)
@@ -549,11 +567,12 @@ class TorchTrainer:
         """What was really used: device, threads, kernels, layout, optimizer semantics, versions."""
         cudnn = self.cuda and torch.backends.cudnn.is_available()
         if self.cuda:
-            conv = "torch.nn.Conv2d (cuDNN, benchmark autotuning on)"
+            conv = f"torch.nn.Conv2d (cuDNN, benchmark autotuning {'on' if torch.backends.cudnn.benchmark else 'off'}"
         elif torch.backends.mkldnn.is_available():
-            conv = "torch.nn.Conv2d (CPU, oneDNN)"
+            conv = "torch.nn.Conv2d (CPU, oneDNN"
         else:
-            conv = "torch.nn.Conv2d (CPU)"
+            conv = "torch.nn.Conv2d (CPU"
+        conv += ", channels_last)" if self.memory_format == torch.channels_last else ")"
         kernels = {}
         stack = self.spec_model.all_layers
         types = {layer.type for layer in self.spec_model.flat_layers}
@@ -578,7 +597,10 @@ class TorchTrainer:
                     "torch.nn.LSTM (CPU)"
                 )
         if "gru" in types:
-            kernels["gru"] = "torch.nn.GRU (" + ("cuDNN" if cudnn else "CPU") + "), every step including padding"
+            gru = next(m for m in self.net.modules() if isinstance(m, _GRU))
+            fused = "torch.nn.GRU (" + ("cuDNN" if cudnn else "CPU") + ", fused)"
+            kernels["gru"] = (fused if gru.cell is None else "torch.nn.GRUCell stepped over time (plain)") + (
+                ", every step including padding")
         if self.spec_model.encoder is not None:
             kernels["lstm_lengths"] = ("encoder: pack_padded_sequence(enforce_sorted=False), final (h, c) at the "
                                        "last real token; decoder: from that state over the whole padded batch")
@@ -593,7 +615,9 @@ class TorchTrainer:
             "threads": {"intra_op": torch.get_num_threads(), "inter_op": torch.get_num_interop_threads()},
             "kernels": kernels,
             "cudnn_benchmark": bool(torch.backends.cudnn.benchmark) if self.cuda else False,
-            "data_layout": "NCHW (converted once at setup)" if self.spec_model.input_shape else "ids (N, T)",
+            "data_layout": ("NCHW (converted once at setup" + (", channels_last strides)" if self.memory_format
+                                                                 == torch.channels_last else ")")
+                            if self.spec_model.input_shape else "ids (N, T)"),
             "input_pipeline": "whole split as device tensors, rows picked by a seeded permutation each epoch",
             "loss": _LOSS_NAMES[self.kind] + ("" if self.kind == modelplan.FEATURES
                                               else " on logits (output activation folded into the loss)"),

@@ -45,7 +45,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from bench import modelplan  # noqa: E402
+from bench import modelplan, switches  # noqa: E402
 from bench.frameworks import NonFiniteLoss, common  # noqa: E402
 from bench.frameworks.current._keras_optimizers import make_optimizer  # noqa: E402
 
@@ -399,7 +399,8 @@ def _build_stack(spec_layers: list[modelplan.Layer], device: str, what: str, sta
         elif kind == "embedding":
             stack.append(layers.Embedding(layer["input_dim"], layer["output_dim"]))
         elif kind == "gru":  # the Keras module's layer: reset_after is cuDNN's form (two bias vectors per gate set)
-            stack.append(layers.GRU(layer["units"], return_sequences=layer["return_sequences"], reset_after=True))
+            stack.append(layers.GRU(layer["units"], return_sequences=layer["return_sequences"], reset_after=True,
+                                    use_cudnn=switches.keras_use_cudnn()))
         elif kind == "lstm":
             if layer["use_lengths"] and not any(p["type"] == "embedding" for p in spec_layers[:i]):
                 raise modelplan.SpecError(f"{what} {i}: use_lengths needs an embedding before the lstm")
@@ -705,8 +706,10 @@ class TFTrainer:
             if self.seq2seq:
                 kernels["lstm_state"] = "encoder LSTM's final (h, c) at the last real step -> decoder initial state"
         if "gru" in types:
-            kernels["gru"] = "tf.keras.layers.GRU(reset_after=True) " + (
-                "(cuDNN: default activations, no mask)" if self.gpu
+            use_cudnn = switches.keras_use_cudnn()
+            kernels["gru"] = f"tf.keras.layers.GRU(reset_after=True, use_cudnn={use_cudnn!r}) " + (
+                "(Keras' loop over all steps, padding included: the plain kernel)" if use_cudnn is False
+                else "(cuDNN: default activations, no mask)" if self.gpu
                 else "(Keras' CPU loop over all steps, padding included)")
         if self.kind == "sequence":
             kernels["dense"] = "tf.keras.layers.Dense on (N, T, units): one matmul over (N*T, units)"
