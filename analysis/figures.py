@@ -27,7 +27,9 @@ from analysis.runs import Campaign, training_window_samples  # noqa: E402
 from analysis.scoreboard import ACCURACY, TIME, ScoreRow, score_rows  # noqa: E402
 from analysis.stats import describe  # noqa: E402
 from analysis.summary import CELL_KEYS, CellSummary  # noqa: E402
+from analysis.sweeps import minibatch_seconds  # noqa: E402
 from analysis.transfer import ACCURACY_TOLERANCE_PP  # noqa: E402
+from analysis.wu import group_label, sweep_groups  # noqa: E402
 from bench import atomic  # noqa: E402
 from bench.schema import SchemaError, read_metrics  # noqa: E402
 
@@ -37,6 +39,9 @@ DPI = 100
 LOG_SCALE_SPREAD = 20.0
 # The scoreboard figure's file name under figures/: the report shows it first, not among the others.
 SCOREBOARD_FILE = "scoreboard.png"
+# The numeric one-axis sweeps drawn as time and accuracy against the axis (Wu et al.'s sweeps), each with its
+# x-axis scale base (log: the studies' values grow by factors).
+SWEEP_FIGURES = {"batch_size": 10, "learning_rate": 10, "threads": 2}
 
 
 @dataclass(frozen=True)
@@ -368,6 +373,34 @@ def convergence_figure(campaign: Campaign, cells: Sequence[CellSummary], workloa
                       "Test accuracy after each epoch, mean over the successful repeats of each framework.")
 
 
+def sweep_figure(rows: Sequence[dict[str, Any]], axis: str, path: Path) -> FigureFile | None:
+    """Training time and test accuracy against a one-axis sweep's values (analysis.wu.sweep_groups), one line per
+    workload and framework, means over repeats; epoch-protocol runs only (iteration-protocol sweeps have no accuracy:
+    the Shi section tabulates them). None without such a sweep."""
+    groups = [(key, points) for key, points in sweep_groups(rows, axis)
+              if all(minibatch_seconds(r) is None for runs in points.values() for r in runs)]
+    if not groups:
+        return None
+    fig = Figure(figsize=(9.6, 4.0), layout="constrained")
+    time_ax, acc_ax = fig.subplots(1, 2)
+    for key, points in groups:
+        xs = list(points)
+        label = group_label(key)
+        time_ax.plot(xs, [describe(r["training_time_s"] for r in points[x]).mean for x in xs], marker="o", label=label)
+        acc_ax.plot(xs, [describe(r["test_accuracy"] for r in points[x]).mean for x in xs], marker="o", label=label)
+    for ax, ylabel in ((time_ax, "training time (s)"), (acc_ax, "test accuracy (%)")):
+        ax.set_xscale("log", base=SWEEP_FIGURES[axis])
+        ax.set_xlabel(axis.replace("_", " "))
+        ax.set_ylabel(ylabel)
+    time_ax.set_yscale("log")
+    acc_ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.suptitle(f"Training time and accuracy against {axis.replace('_', ' ')}")
+    _save(fig, path)
+    return FigureFile(path, f"Sweep: {axis.replace('_', ' ')}",
+                      f"Training time (log scale) and test accuracy of each workload and framework at each {axis} of "
+                      "its one-axis sweep, means over the successful repeats (epoch-protocol runs).")
+
+
 def _first_run(cell: CellSummary) -> dict[str, Any] | None:
     # The lowest successful repeat; a cell with only failed runs shows its first failed run, whose
     # samples up to the failure are still evidence (e.g. memory growing until an OOM).
@@ -450,5 +483,7 @@ def make_figures(campaign: Campaign, cells: Sequence[CellSummary], out_dir: Path
         name = _safe(workload)
         figures.append(convergence_figure(campaign, cells, workload, fig_dir / f"convergence_{name}.png"))
         figures.append(resource_figure(campaign, cells, workload, fig_dir / f"resources_{name}.png"))
+    for axis in SWEEP_FIGURES:
+        figures.append(sweep_figure(campaign.ok_rows, axis, fig_dir / f"sweep_{axis}.png"))
     return [f for f in figures if f is not None]
 
