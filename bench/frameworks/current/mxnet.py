@@ -751,10 +751,11 @@ class MXNetTrainer:
                 )
                 kernels["lstm_decoder"] = "fused gluon.rnn.LSTM from begin_state = the encoder's (h, c)"
         if "gru" in types:
-            kernels["gru"] = "gluon.rnn.GRU, TNC (fused RNN operator, " + ("cuDNN)" if self.gpu else "CPU" + (
-                ", oneDNN)" if onednn and os.environ.get("MXNET_USE_MKLDNN_RNN", "1") != "0" else ")"))
             if switches.value(switches.RNN_KERNEL) == "plain":
                 kernels["gru"] = "gluon.rnn.GRUCell stepped over time by contrib.foreach, TNC (plain)"
+            else:
+                kernels["gru"] = "gluon.rnn.GRU, TNC (fused RNN operator, " + ("cuDNN)" if self.gpu else "CPU" + (
+                    ", oneDNN)" if onednn and os.environ.get("MXNET_USE_MKLDNN_RNN", "1") != "0" else ")"))
         if self.kind == "sequence":
             kernels["dense"] = "gluon.nn.Dense(flatten=False) at every step: one GEMM over (N*T, units)"
         if self.gpu:
