@@ -103,7 +103,8 @@ def _switch_blocks(ctx: ReportContext, rows: list[dict[str, Any]]) -> list[Block
             Para("The article's lessons as sweeps (bench/switches.py): the recurrent kernel (fused operator or its "
                  "cell stepped over time), the convolutions' memory layout, and on a GPU cuDNN autotuning. Training "
                  "time in seconds; in brackets the ratio to the switch's default (its first value, what every other "
-                 "run does); the kernel as each run's record names it."),
+                 "run does); the kernel as each run's record names it: where two values record the same kernel (Keras "
+                 "on a CPU has no fused one), their difference is run-to-run noise."),
             Table(["switch", "workload", "framework", "device", "value", "training s (÷ default)", "kernel recorded",
                    "runs"], table)]
 
@@ -116,8 +117,8 @@ def ilkarman_section(ctx: ReportContext) -> list[Block]:
         return []
     groups = ilkarman.measured(rows)
     failed = [r for r in rows if r["status"] != "ok"]
-    renamed = "; ".join(f"{n.name} -> {n.framework or NOT_IN_KIT}" + (f" ({n.note})" if n.note else "")
-                        for n in ilkarman.names())
+    renamed = "; ".join((f"{n.name} -> {n.framework}" + (f" ({n.note})" if n.note else "")) if n.framework
+                        else f"{n.name}: {n.note or NOT_IN_KIT}" for n in ilkarman.names())
     blocks: list[Block] = [
         Heading(2, f"{load_study(ilkarman.STUDY).title}: the article's times beside the kit's"),
         Para("Published: analysis/reference/ilkarman_dlf.csv, each framework's time on "

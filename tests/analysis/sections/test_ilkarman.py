@@ -37,6 +37,7 @@ def test_cifar_table_sets_the_articles_ratios_beside_the_kits(tmp_path: Path) ->
     md = _md(campaign, tmp_path)
     assert md.startswith(f"## {load_study('ilkarman').title}: the article's times beside the kit's")
     assert "Gluon -> mxnet (the kit's MXNet module is written with Gluon)" in md
+    assert "; Caffe2: not in the kit;" in md
     cifar = md.split("### CIFAR-10 CNN: training time")[1].split("###")[0]
     assert "divide by mxnet's time on the same hardware" in cifar
     assert "| article's framework | kit framework | K80: s (÷ base) | P100: s (÷ base) | kit: s (÷ base) | runs |" \
