@@ -13,16 +13,14 @@ performance switches (bench/switches.py) are sweeps of their own: each switch's 
 
 from __future__ import annotations
 
-import csv
 import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 from analysis import stats, sweeps
-from analysis.reference import REFERENCE_DIR, device_env
+from analysis.reference import REFERENCE_DIR, device_env, read_rows
 from analysis.wu import Group, sweep_axes, sweep_groups
 from bench import switches
 
@@ -69,29 +67,24 @@ class Measured:
         return {fw: statistics.fmean(float(r[self.benchmark.measure]) for r in rs) for fw, rs in self.runs.items()}
 
 
-def _rows(path: Path) -> list[dict[str, str]]:
-    with open(path, newline="", encoding="utf-8") as fh:
-        return [{k: (v or "").strip() for k, v in r.items()} for r in csv.DictReader(fh)]
-
-
 @cache
 def benchmarks() -> tuple[Benchmark, ...]:
     """The article's benchmarks in ilkarman_benchmarks.csv's order."""
     return tuple(Benchmark(r["benchmark"], r["workload"], r["measure"], r["title"], r["note"])
-                 for r in _rows(BENCHMARKS_CSV))
+                 for r in read_rows(BENCHMARKS_CSV))
 
 
 @cache
 def names() -> tuple[Name, ...]:
     """The article's framework names, each with the kit's framework (where two names map to one framework, the
     first is the one whose published time stands for it)."""
-    return tuple(Name(r["name"], r["framework"] or None, r["note"]) for r in _rows(FRAMEWORKS_CSV))
+    return tuple(Name(r["name"], r["framework"] or None, r["note"]) for r in read_rows(FRAMEWORKS_CSV))
 
 
 @cache
 def published() -> dict[tuple[str, str, str], float]:
     """{(benchmark, article's framework name, GPU): seconds} from ilkarman_dlf.csv."""
-    return {(r["benchmark"], r["framework"], r["gpu"]): float(r["value"]) for r in _rows(DLF_CSV)}
+    return {(r["benchmark"], r["framework"], r["gpu"]): float(r["value"]) for r in read_rows(DLF_CSV)}
 
 
 def gpus() -> list[str]:

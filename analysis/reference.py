@@ -79,6 +79,12 @@ class PublishedValue:
         )
 
 
+def read_rows(path: Path) -> list[dict[str, str]]:
+    """The rows of one of analysis/reference's CSV files, every cell stripped (empty for a blank cell)."""
+    with open(path, newline="", encoding="utf-8") as fh:
+        return [{k: (v or "").strip() for k, v in r.items()} for r in csv.DictReader(fh)]
+
+
 def device_env(device: str) -> str:
     """The study's environment name for a kit device ('cpu', 'gpu', 'cuda:0', ...)."""
     d = device.lower()

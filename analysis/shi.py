@@ -10,15 +10,13 @@ run table: iteration_time_mean_s of ok iterations-protocol runs, by workload, fr
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 from analysis import sweeps
-from analysis.reference import REFERENCE_DIR
+from analysis.reference import REFERENCE_DIR, read_rows
 
 TABLE7_CSV = REFERENCE_DIR / "shi2016_table7.csv"
 TABLE8_CSV = REFERENCE_DIR / "shi2016_table8.csv"
@@ -66,11 +64,6 @@ class Tool:
     note: str
 
 
-def _rows(path: Path) -> list[dict[str, str]]:
-    with open(path, newline="", encoding="utf-8") as fh:
-        return [{k: (v or "").strip() for k, v in r.items()} for r in csv.DictReader(fh)]
-
-
 def _number(text: str, kind: type) -> Any:
     return kind(text) if text else None
 
@@ -80,7 +73,7 @@ def table7() -> tuple[Published, ...]:
     """Every row of Table 7 (CPU rows have threads; GPU rows have none)."""
     return tuple(Published(r["network"], r["tool"], r["hardware"], _number(r["threads"], int),
                            _number(r["seconds_per_minibatch"], float), int(r["minibatch"]))
-                 for r in _rows(TABLE7_CSV))
+                 for r in read_rows(TABLE7_CSV))
 
 
 @cache
@@ -88,13 +81,13 @@ def table8() -> tuple[Published, ...]:
     """Every row of Table 8: seconds per mini-batch on 1, 2 and 4 GPUs (data-parallel synchronous SGD)."""
     return tuple(Published(r["network"], r["tool"], "multi-GPU", None, _number(r["seconds_per_minibatch"], float),
                            int(r["minibatch"]), gpus=int(r["gpus"]))
-                 for r in _rows(TABLE8_CSV))
+                 for r in read_rows(TABLE8_CSV))
 
 
 @cache
 def networks() -> dict[str, str | None]:
     """Shi's networks in the paper's order -> the kit's workload (None where the kit has none)."""
-    return {r["network"]: r["workload"] or None for r in _rows(NETWORKS_CSV)}
+    return {r["network"]: r["workload"] or None for r in read_rows(NETWORKS_CSV)}
 
 
 def network_of(workload: str) -> str | None:
@@ -105,14 +98,14 @@ def network_of(workload: str) -> str | None:
 @cache
 def tools() -> tuple[Tool, ...]:
     """Shi's tools in the paper's order, each with the kit's framework (None where the kit has none)."""
-    return tuple(Tool(r["tool"], r["framework"] or None, r["note"]) for r in _rows(TOOLS_CSV))
+    return tuple(Tool(r["tool"], r["framework"] or None, r["note"]) for r in read_rows(TOOLS_CSV))
 
 
 @cache
 def machines() -> dict[str, Machine]:
     """The study's machines by Table 7's hardware name."""
     return {r["hardware"]: Machine(r["hardware"], r["name"], _number(r["physical_cores"], int), r["threads_tested"])
-            for r in _rows(MACHINES_CSV)}
+            for r in read_rows(MACHINES_CSV)}
 
 
 def cpu_hardware() -> list[str]:

@@ -14,14 +14,12 @@ The measured side reads only the run table: a sweep's runs are those whose sweep
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
 from typing import Any
 
-from analysis.reference import REFERENCE_DIR
+from analysis.reference import REFERENCE_DIR, read_rows
 from campaign import specs
 
 TABLES_CSV = REFERENCE_DIR / "wu2019.csv"
@@ -82,11 +80,6 @@ class Model:
     note: str
 
 
-def _rows(path: Path) -> list[dict[str, str]]:
-    with open(path, newline="", encoding="utf-8") as fh:
-        return [{k: (v or "").strip() for k, v in r.items()} for r in csv.DictReader(fh)]
-
-
 def _float(text: str) -> float | None:
     return float(text) if text else None
 
@@ -99,14 +92,14 @@ def published() -> tuple[Published, ...]:
                            *(_float(r[k]) for k in ("train_time_s", "test_time_s", "accuracy_pct", "cpu_user_pct",
                                                      "cpu_system_pct", "cpu_iowait_pct", "cpu_total_pct",
                                                      "mem_avg_mb", "mem_max_mb")))
-                 for r in _rows(TABLES_CSV))
+                 for r in read_rows(TABLES_CSV))
 
 
 @cache
 def models() -> tuple[Model, ...]:
     """The study's default models in wu2019_models.csv's order, each with the kit's workload (None: not in it)."""
     return tuple(Model(r["framework"], r["dataset"], r["workload"] or None, r["kit_framework"] or None, r["note"])
-                 for r in _rows(MODELS_CSV))
+                 for r in read_rows(MODELS_CSV))
 
 
 def model_of(workload: str) -> Model | None:

@@ -22,7 +22,7 @@ Standard library only, CPython 3.6-clean: it runs before any framework is import
 """
 
 import os
-from typing import Dict, Iterable, List, NamedTuple, Optional, Tuple, Union
+from typing import Dict, Iterable, NamedTuple, Optional, Tuple, Union
 
 from bench.errors import UsageError
 
@@ -63,11 +63,6 @@ SWITCHES = {
 def flag(axis: str) -> str:
     """The kit's variable holding a run's value of `axis` (DLREPRO_CUDNN_AUTOTUNE, ...)."""
     return "DLREPRO_" + axis.upper()
-
-
-def values(axis: str) -> List[str]:
-    """The axis's values, the default first."""
-    return list(SWITCHES[axis].values)
 
 
 def refusal(axis: str, framework: str, era: str, value: str) -> Optional[str]:

@@ -39,9 +39,8 @@ def _rows(ctx: ReportContext, group: ilkarman.Measured, base: str | None) -> lis
     listed = ilkarman.article_names(bench)
     for name in listed:
         fw = by_name[name].framework if name in by_name else None
-        cells = [_cell(ilkarman.published().get((bench, name, gpu)),
-                       _ratio(ilkarman.published().get((bench, name, gpu)), published[gpu].get(base or "")))
-                 for gpu in ilkarman.gpus()]
+        values = {gpu: ilkarman.published().get((bench, name, gpu)) for gpu in ilkarman.gpus()}
+        cells = [_cell(v, _ratio(v, published[gpu].get(base or ""))) for gpu, v in values.items()]
         if fw is None:
             measured: Inline = f"{name}: {NOT_IN_KIT}"
         else:
