@@ -19,6 +19,8 @@ RUNNER     ?= auto
 DATA       ?= real
 THREADS    ?=
 TIMEOUT    ?=
+# RETRY_FAILED=yes runs the campaign's failed runs again (runs that failed for their setup always are).
+RETRY_FAILED ?= no
 MIRROR     ?=
 DATASETS   ?= mnist imdb
 WORKLOADS  ?=
@@ -28,6 +30,10 @@ CAMPAIGN   ?=
 # GPUs at once; CPU campaigns run PARALLEL runs at once (1: the studies' protocol).
 GPUS       ?= all
 PARALLEL   ?= 1
+# Bounds on each container run (RUNNER=docker; recorded in run.json): memory (e.g. 16g; default the host's
+# memory less a tenth, at least 1 GiB left) and processes/threads at once (default 4096).
+MEMORY     ?=
+PIDS       ?=
 # Where runs are carried out: local (this machine), slurm (one job array; WAIT=no returns once
 # submitted, and the same command later collects and resumes) or kubernetes (Indexed Jobs).
 EXECUTOR   ?= local
@@ -54,10 +60,11 @@ CAMPAIGN_TARGETS := cpu-cnn gpu-cnn cpu-lstm gpu-lstm shi-cpu shi-gpu shams-cpu 
 GPU_TARGETS := gpu-cnn gpu-lstm shi-gpu shams-gpu shams-allreduce-gpu shams-scaleup-gpu shi-multigpu wu-gpu-defaults wu-gpu-lr ilkarman-train-gpu ilkarman-features-gpu ilkarman-rnn-gpu ilkarman-layout-gpu ilkarman-autotune-gpu
 RUN_ARGS = --frameworks "$(FRAMEWORKS)" --era "$(ERA)" --profile "$(PROFILE)" --repeats "$(REPEATS)" \
            --runner "$(RUNNER)" --data "$(DATA)" $(if $(THREADS),--threads "$(THREADS)") \
-           $(if $(TIMEOUT),--timeout "$(TIMEOUT)") --gpus "$(GPUS)" --parallel "$(PARALLEL)" \
+           $(if $(TIMEOUT),--timeout "$(TIMEOUT)") --retry-failed "$(RETRY_FAILED)" --gpus "$(GPUS)" --parallel "$(PARALLEL)" \
            --executor "$(EXECUTOR)" --wait "$(WAIT)" --slurm-partition "$(SLURM_PARTITION)" \
            --slurm-account "$(SLURM_ACCOUNT)" --slurm-exclusive "$(SLURM_EXCLUSIVE)" --slurm-opts "$(SLURM_OPTS)" \
-           --k8s-namespace "$(K8S_NAMESPACE)" --k8s-data-claim "$(K8S_DATA_CLAIM)" --k8s-results-claim "$(K8S_RESULTS_CLAIM)"
+           --k8s-namespace "$(K8S_NAMESPACE)" --k8s-data-claim "$(K8S_DATA_CLAIM)" --k8s-results-claim "$(K8S_RESULTS_CLAIM)" \
+           --memory "$(MEMORY)" --pids "$(PIDS)"
 # A campaign handed to a scheduler exits 3 while runs are still queued: report once they are back.
 QUEUED_EXIT := 3
 
@@ -71,9 +78,10 @@ help: ## list the targets and variables
 	@echo "  make cpu-cnn    (also gpu-cnn, cpu-lstm, gpu-lstm; Shi et al.: shi-cpu, shi-gpu, shi-multigpu; Shams et al.: shams-cpu, shams-gpu, shams-allreduce-cpu, shams-allreduce-gpu, shams-scaleup-cpu, shams-scaleup-gpu; Wu et al.: wu-cpu = wu-cpu-defaults + -batch + -lr + -threads + -blas, wu-gpu = wu-gpu-defaults + wu-gpu-lr; ilkarman/DeepLearningFrameworks: ilkarman-cpu = ilkarman-train-cpu + -features-cpu + -rnn-cpu + -layout-cpu, ilkarman-gpu = the same on the GPU + ilkarman-autotune-gpu) a whole study campaign: data, runs, report"
 	@echo
 	@echo "variables: FRAMEWORKS=\"$(FRAMEWORKS)\" PROFILE=$(PROFILE) (paper|quick|smoke) REPEATS=$(REPEATS)"
-	@echo "           RUNNER=$(RUNNER) (auto|docker|local|system) DATA=$(DATA) (real|synthetic) THREADS CAMPAIGN MIRROR TIMEOUT"
+	@echo "           RUNNER=$(RUNNER) (auto|docker|local|system) DATA=$(DATA) (real|synthetic) THREADS CAMPAIGN MIRROR TIMEOUT RETRY_FAILED"
 	@echo "           ERA=$(ERA) (current|paper); images: VARIANT=$(VARIANT) (cpu|gpu) REGISTRY BASE_IMAGE"
 	@echo "           GPUS=$(GPUS) (all|0,2: one run per GPU at a time) PARALLEL=$(PARALLEL) (CPU runs at once)"
+	@echo "           container runs: MEMORY (e.g. 16g; default the host's less a tenth) PIDS (default 4096)"
 	@echo "           EXECUTOR=$(EXECUTOR) (local|slurm|kubernetes) WAIT=$(WAIT) SLURM_PARTITION SLURM_ACCOUNT SLURM_EXCLUSIVE SLURM_OPTS"
 	@echo "           kubernetes: K8S_NAMESPACE K8S_DATA_CLAIM K8S_RESULTS_CLAIM (RUNNER=docker, images pushed)"
 	@echo "           run: WORKLOADS DEVICE; download: DATASETS=\"$(DATASETS)\""
@@ -100,6 +108,7 @@ demo: DATA = synthetic
 # The quick look runs in virtual environments: no image builds, no registry (RUNNER=docker to change).
 demo: RUNNER = local
 demo: host ## the main job on built-in synthetic data: CPU, quick profile, 2 repeats, no network
+	@$(HOSTPY) -m campaign check --target demo --campaign demo $(RUN_ARGS)
 	$(HOSTPY) -m data synthetic --datasets mnist imdb
 	$(HOSTPY) -m campaign run --target demo --campaign demo $(RUN_ARGS)
 	$(HOSTPY) -m analysis --campaign results/demo --out reports/demo
@@ -190,10 +199,11 @@ bench-overhead: host ## the monitor's overhead, own cost and cadence; docker vs 
 	$(HOSTPY) -m campaign.overhead $(if $(PAIRS),--pairs "$(PAIRS)") $(if $(THREADS),--threads "$(THREADS)") \
 	  $(if $(RUNNER_PAIRS),--runner-pairs "$(RUNNER_PAIRS)") $(if $(MIN_SECONDS),--min-seconds "$(MIN_SECONDS)")
 
-bench-lstm: PROFILE = quick
+bench-lstm: PROFILE = bench
 bench-lstm: REPEATS = 1
 bench-lstm: BENCH_CAMPAIGN := bench-lstm-imdb-$(shell date -u +%Y%m%dT%H%M%SZ)
 bench-lstm: host ## lstm-imdb seconds per epoch of every framework side by side, measured in one fresh campaign
+	@$(HOSTPY) -m campaign check --workloads lstm-imdb --device cpu --campaign "$(BENCH_CAMPAIGN)" $(RUN_ARGS)
 	@if [ "$(DATA)" = real ]; then $(HOSTPY) -m data download --datasets imdb $(if $(MIRROR),--mirror "$(MIRROR)"); \
 	else $(HOSTPY) -m data synthetic --datasets imdb; fi
 	$(HOSTPY) -m campaign run --workloads lstm-imdb --device cpu --campaign "$(BENCH_CAMPAIGN)" $(RUN_ARGS)
@@ -207,6 +217,7 @@ run: host ## run WORKLOADS on DEVICE for FRAMEWORKS into results/$(CAMPAIGN)
 	  --campaign "$(or $(CAMPAIGN),adhoc)" $(RUN_ARGS)
 
 analyze: host ## turn results/$(CAMPAIGN) into reports/$(CAMPAIGN)
+	@$(HOSTPY) -m campaign check --campaign "$(or $(CAMPAIGN),demo)"
 	$(HOSTPY) -m analysis --campaign "results/$(or $(CAMPAIGN),demo)" --out "reports/$(or $(CAMPAIGN),demo)"
 
 report: analyze
@@ -218,7 +229,8 @@ report: analyze
 # ilkarman-autotune-gpu: data, runs, report.
 # A target whose experiment runs on the GPU (GPU_TARGETS) stops at once without one, naming the CPU
 # target its study file gives it (`cpu = ...`; check-gpu needs only the standard library, so it runs
-# before the host environment is built).
+# before the host environment is built). `campaign check` then validates every setting (CAMPAIGN, the numbers,
+# FRAMEWORKS, PROFILE, ERA, WORKLOADS, ...) before any data is downloaded or environment built.
 # WORKLOADS=... runs those instead of the target's (e.g. make cpu-cnn WORKLOADS=cnn-svhn).
 # Wu et al.'s experiments in one campaign and one report: each framework's defaults, then one factor at a time
 # (batch size, learning rate, threads, BLAS library), experiments of campaign/studies/wu.toml.
@@ -243,6 +255,7 @@ ilkarman-cpu ilkarman-gpu:
 $(CAMPAIGN_TARGETS):
 	@$(if $(filter $(GPU_TARGETS),$@),$(PYTHON) -m campaign check-gpu $@,true)
 	@$(MAKE) --no-print-directory host
+	@$(HOSTPY) -m campaign check --target $@ --workloads "$(WORKLOADS)" --campaign "$(or $(CAMPAIGN),$@)" $(RUN_ARGS)
 	@if [ "$(DATA)" = real ]; then \
 	  $(HOSTPY) -m data download --datasets $$($(HOSTPY) -m campaign datasets --target $@ --workloads "$(WORKLOADS)") \
 	    $(if $(MIRROR),--mirror "$(MIRROR)"); \

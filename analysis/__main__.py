@@ -7,6 +7,9 @@ import sys
 from pathlib import Path
 
 from analysis import NoRunsError, analyze
+from bench.atomic import name_the_path
+from bench.errors import UsageError, run_cli
+from bench.names import is_plain
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -23,16 +26,32 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
+def default_out(campaigns: list[Path]) -> Path:
+    """reports/<campaign folder names joined by '+'>; a UsageError where a folder's name is not a plain name
+    (results/.. would put the report beside the repository's own files)."""
+    for campaign in campaigns:
+        if not is_plain(campaign.name):
+            raise UsageError(f"cannot name a report after the campaign folder '{campaign}'",
+                             "give the report folder with --out, or name the campaign folder itself (results/demo)")
+    return Path("reports") / "+".join(c.name for c in campaigns)
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run the analysis; exit 0 when the report was written, 2 when there is nothing to analyse."""
-    args = parse_args(argv)
-    name = "+".join(c.name for c in args.campaign)
-    out = args.out if args.out is not None else Path("reports") / name
+    """Run the analysis; exit 0 when the report was written, 2 when there is nothing to analyse or the
+    report cannot be written (one line naming the problem and the fix)."""
+    return run_cli(_analyze, parse_args(argv))
+
+
+def _analyze(args: argparse.Namespace) -> int:
+    out = args.out if args.out is not None else default_out(args.campaign)
     try:
         result = analyze(args.campaign, out)
     except NoRunsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:
+        name_the_path(exc, out)  # a full disk names no file: the report folder is where it filled up
+        raise
     for problem in result.problems:
         print(f"warning: {problem}", file=sys.stderr)
     print(f"report written: {result.report_md} and {result.report_html} "

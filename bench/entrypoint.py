@@ -31,6 +31,7 @@ from bench import (
     blas_backends,
     collectives,
     dataparallel,
+    failures,
     frameworks,
     generated,
     inference,
@@ -89,14 +90,26 @@ def gpus_used(assigned: list, devices: list) -> list:
             for gpu in assigned]
 
 
-def classify_failure(exc: BaseException) -> str:
-    """Map an exception to a schema failure cause."""
+def classify_failure(exc: BaseException, stage: str = failures.TRAINING) -> str:
+    """Map an exception that stopped the run at `stage` (bench/failures.py) to a schema failure cause: the
+    setup's (not a result) or the framework's."""
     if isinstance(exc, NonFiniteLoss):
         return "nan"
+    setup = failures.setup_cause(exc, stage)
+    if setup is not None:
+        return setup
     text = f"{type(exc).__name__} {exc}".lower()
     if isinstance(exc, MemoryError) or "out of memory" in text or "resourceexhausted" in text:
         return "oom"
     return "crash"
+
+
+def stage_of(req: dict, record: dict) -> str:
+    """How far the run got (bench/failures.py), read from its record: the data's sizes are recorded once the
+    data is loaded, the framework's build once the framework is imported."""
+    if req["data"]["source"] != request.NO_DATA and "train_examples" not in record["dataset"]:
+        return failures.DATA
+    return failures.TRAINING if "framework_build" in record["environment"] else failures.FRAMEWORK
 
 
 def start_monitor(out_dir: Path) -> subprocess.Popen:
@@ -155,16 +168,21 @@ def train(req: dict, data_dir: Path, out: Path, record: dict) -> None:
     t_setup = time.perf_counter()
     made = req["data"]["source"] == generated.SOURCE
     if made:  # random inputs made here, in the run's process (the setup time includes making them)
-        data, _ = generated.load(req["data"]["generated"])
-        where = "the generated data"
+        data, digest = generated.load(req["data"]["generated"])
+        if digest != req["data"]["arrays_sha256"]:
+            raise RuntimeError(f"the generated data has arrays_sha256 {digest}, the "
+                               f"request was planned for {req['data']['arrays_sha256']}: plan the run again")
     else:
-        # data.window: a language model's own window length, cut from the prepared token streams
-        data = prepared.load(data_dir, req["data"]["train_indices"], req["data"]["test_indices"],
-                             window=(wl.get("data") or {}).get("window"))
-        where = f"the prepared data in {data_dir}"
-    if data.meta["arrays_sha256"] != req["data"]["arrays_sha256"]:
-        raise RuntimeError(f"{where} has arrays_sha256 {data.meta['arrays_sha256']}, the "
-                           f"request was planned for {req['data']['arrays_sha256']}: plan the run again")
+        # data.window: a language model's own window length, cut from the prepared token streams.
+        # The bytes are hashed as they are read; others than the planned ones are a UsageError (setup).
+        try:
+            data = prepared.load(data_dir, req["data"]["train_indices"], req["data"]["test_indices"],
+                                 window=(wl.get("data") or {}).get("window"), planned=req["data"])
+        except prepared.ArraysDiffer as refused:
+            record["dataset"]["sha256"] = refused.sha256  # run.json names the bytes found, not those planned
+            raise
+        digest = data.sha256
+    record["dataset"]["sha256"] = digest  # of the arrays trained on, as computed here
     data = prepared.bind_roles(data, wl.get("arrays"))
     record["dataset"].update(train_examples=int(len(data.y_train)), test_examples=int(len(data.y_test)))
     if not made:  # random labels: no accuracy to clear, so no floor is recorded (bench/generated.py)
@@ -242,29 +260,33 @@ def train_epochs(trainer, epochs: int, out: Path, record: dict) -> None:
 
 
 def run(req: dict, out: Path, data_dir: Optional[Path] = None) -> int:
-    """Run a validated request into `out` (its data at data_dir, default the request's own path);
+    """Run a validated request into `out` (its data at data_dir, default the request's data.path under the
+    data root: bench.request.data_folder);
     write run.json, ok or failed with its cause; return 0 if it succeeded, 1 if it failed."""
     threads.pin(req["threads"])  # again, for callers that did not come through __main__
     blas_backends.apply(req)  # the sweep's BLAS backend, before the framework is imported
     switches.apply(req)  # the sweep's performance switches (cuDNN autotuning, kernels, layout), likewise
     seed_everything(req["seed"])
     out.mkdir(parents=True, exist_ok=True)
-    data_dir = Path(data_dir or req["data"]["path"])
+    data_dir = Path(data_dir or request.data_folder(req["data"]) or "")
     record = schema.run_record(req, host=host_info())
     gpus = gpus_used(assigned_gpus(), record["host"]["gpus"])
     if gpus:
         record["device_used"]["gpu"] = gpus[0]
     if len(gpus) > 1:
         record["device_used"]["gpus"] = gpus
-    if req["data"]["source"] not in (generated.SOURCE, request.NO_DATA):  # no folder: path stays ""
-        record["dataset"]["path"] = str(data_dir)
     monitor = start_monitor(out) if req["monitor"] else None
     failure = None
     try:
         train(req, data_dir, out, record)
-    except Exception as exc:  # every failure is a result: recorded with its cause
-        traceback.print_exc()
-        failure = {"cause": classify_failure(exc), "message": f"{type(exc).__name__}: {exc}"[:2000]}
+    except Exception as exc:  # every failure is recorded with its cause, a result or the setup's
+        refused = isinstance(exc, UsageError)  # the kit's own refusal: its one line, not a traceback
+        if refused:
+            print(f"error: {exc}", file=sys.stderr)
+        else:
+            traceback.print_exc()
+        failure = {"cause": classify_failure(exc, stage_of(req, record)),
+                   "message": (str(exc) if refused else f"{type(exc).__name__}: {exc}")[:2000]}
     finally:
         if monitor is not None:
             stop_monitor(monitor)

@@ -15,24 +15,46 @@ dataset is a folder with:
     verified, e.g. "manifest sha256"}, ...}
 
 A run identifies its data by arrays_sha256; its request names the rows of a subset (the host
-picks them: campaign/requests.py), so this reader needs no random generator.
+picks them: campaign/requests.py), so this reader needs no random generator. load() hashes the
+bytes it reads (one streaming pass, then NumPy parses the same open file: the sha256 of SVHN's
+306 MB takes about twice as long as parsing it) and refuses arrays other than those the run was
+planned for before parsing them, so run.json's sha256 is that of the bytes trained on.
 
 CPython 3.6-clean, standard library and NumPy >= 1.14 only: data/ writes the format on the host,
 and the entrypoint reads it inside images of every era.
 """
 
 import json
+import zipfile
 from pathlib import Path
 from typing import Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
 from bench.errors import UsageError
+from bench.hashing import sha256_file, sha256_stream
 
 FORMAT_VERSION = 1
 ARRAYS_FILE = "arrays.npz"
 META_FILE = "meta.json"
 SOURCES = ("real", "synthetic")
+# What NumPy and zipfile raise on a truncated or overwritten .npz (EOFError: a member cut short).
+_UNREADABLE = (zipfile.BadZipFile, ValueError, EOFError, OSError, KeyError)
+
+
+class ArraysDiffer(UsageError):
+    """Arrays whose bytes are not those the run was planned for (load()); `sha256` is that of the bytes found."""
+
+    def __init__(self, problem: str, fix: str, sha256: str) -> None:
+        super().__init__(problem, fix)
+        self.sha256 = sha256
+
+
+def prepare_again(dataset: str, source: str) -> str:
+    """The fix for a missing, corrupt or changed prepared dataset: the command that prepares it (again)."""
+    if source == "real":
+        return f"run 'make download DATASETS={dataset}'"
+    return f"run 'python -m data synthetic --datasets {dataset}' (make demo does it)"
 
 
 def check_source(source: str) -> str:
@@ -52,10 +74,11 @@ class PreparedData:
     """Arrays of one dataset split into train and test, plus its meta.json."""
 
     def __init__(self, meta: dict, train: Optional[Dict[str, np.ndarray]] = None,
-                 test: Optional[Dict[str, np.ndarray]] = None) -> None:
+                 test: Optional[Dict[str, np.ndarray]] = None, sha256: Optional[str] = None) -> None:
         self.meta = meta
         self.train = {} if train is None else train
         self.test = {} if test is None else test
+        self.sha256 = sha256  # of the arrays.npz bytes load() read; None for arrays made in memory
 
     def __getattr__(self, name: str) -> np.ndarray:
         # x_train, y_test, len_train, ...: shorthand for the split dicts.
@@ -74,7 +97,11 @@ def read_meta(folder: Path) -> dict:
             f"prepared data not found in {folder}",
             "run 'make download' for the real datasets (or 'make demo' for synthetic data)",
         )
-    meta = json.loads(path.read_text())
+    try:
+        meta = json.loads(path.read_text())
+    except ValueError as err:
+        raise UsageError(f"{path} is not valid JSON ({err})",
+                         "delete the folder and run 'make download' again") from None
     if meta.get("format_version") != FORMAT_VERSION:
         raise UsageError(
             f"{path} has format_version {meta.get('format_version')!r}, this kit reads {FORMAT_VERSION}",
@@ -102,10 +129,67 @@ def windows(stream: np.ndarray, steps: int) -> Tuple[np.ndarray, np.ndarray]:
 def split_sizes(folder: Path, window: Optional[int] = None) -> Dict[str, int]:
     """Examples per split, {"train": n, "test": n}: the length of y_<split> (what subsets index), or with
     `window`, the number of `window`-token windows of each split's token stream (what load() then cuts)."""
-    with np.load(str(Path(folder) / ARRAYS_FILE)) as npz:
-        if window is None:
-            return {split: int(len(npz["y_" + split])) for split in ("train", "test")}
-        return {split: max(0, (len(_stream(npz, split, folder)) - 1) // int(window)) for split in ("train", "test")}
+    path = Path(folder) / ARRAYS_FILE
+    try:
+        with np.load(str(path)) as npz:
+            if window is None:
+                return {split: int(len(npz["y_" + split])) for split in ("train", "test")}
+            return {split: max(0, (len(_stream(npz, split, folder)) - 1) // int(window))
+                    for split in ("train", "test")}
+    except _UNREADABLE as err:
+        raise unreadable(path, err, _meta_or_empty(Path(folder))) from None
+
+
+def unreadable(path: Path, err: BaseException, meta: dict) -> UsageError:
+    """The one-line refusal of an arrays.npz NumPy cannot read (truncated, overwritten, not an npz)."""
+    fix = prepare_again(meta.get("dataset", "<dataset>"), meta.get("source", "real"))
+    return UsageError(f"{path} is not a readable .npz ({type(err).__name__}: {err})", f"prepare it again: {fix}")
+
+
+def _meta_or_empty(folder: Path) -> dict:
+    """meta.json for the wording of a fix, {} when even it cannot be read."""
+    try:
+        return read_meta(folder)
+    except UsageError:
+        return {}
+
+
+def arrays_problem(folder: Path, meta: dict) -> Optional[str]:
+    """Why `folder`'s arrays.npz is not the one `meta` (its meta.json) records, or None when its bytes are:
+    what "up to date" means to data/prepare.py, and what planning checks before it trusts the digest."""
+    path = Path(folder) / ARRAYS_FILE
+    try:
+        got = sha256_file(path)
+    except OSError as err:
+        return f"{path} cannot be read ({err.strerror or err})"
+    if got != meta.get("arrays_sha256"):
+        return f"{path} has sha256 {got}, not the {meta.get('arrays_sha256')} its {META_FILE} records"
+    return None
+
+
+def read_verified(fh, path: Path, planned: Optional[dict], meta: dict) -> str:
+    """Hash the open arrays file `fh` (at `path`) to its end and rewind it; return the hex sha256.
+
+    `planned`: the run request's data block; a file whose bytes are not the arrays it was planned for
+    is refused (ArraysDiffer: one line naming the file, as the request names its folder, and the fix),
+    before any array is parsed, so truncated or replaced arrays never reach a framework.
+    """
+    got = sha256_stream(fh)
+    fh.seek(0)
+    if planned is not None and got != planned["arrays_sha256"]:
+        named = Path(planned["path"]) / ARRAYS_FILE if planned.get("path") else path  # not a container's mount
+        raise ArraysDiffer(f"{named} has sha256 {got}, the run was planned for {planned['arrays_sha256']}",
+                           _mismatch_fix(got, planned, meta), got)
+    return got
+
+
+def _mismatch_fix(got: str, planned: dict, meta: dict) -> str:
+    """Arrays that match their own meta.json were prepared again after the run was planned: plan again.
+    Any other difference is damage (a truncated or replaced file): prepare the folder again."""
+    if got == meta.get("arrays_sha256"):
+        return ("the folder was prepared again since the run was planned: run the campaign again "
+                "to plan its runs for these arrays")
+    return "prepare it again: " + prepare_again(planned["dataset"], planned["source"])
 
 
 def _stream(npz, split: str, folder: Path) -> np.ndarray:
@@ -119,17 +203,33 @@ def _stream(npz, split: str, folder: Path) -> np.ndarray:
 
 
 def load(folder: Path, train_indices: Optional[Sequence[int]] = None,
-         test_indices: Optional[Sequence[int]] = None, window: Optional[int] = None) -> PreparedData:
+         test_indices: Optional[Sequence[int]] = None, window: Optional[int] = None,
+         planned: Optional[dict] = None) -> PreparedData:
     """Load a prepared dataset; keep only the given rows of each split (None = the whole split).
 
     `window`: a language model's sequence length where it differs from the prepared windows; x and y
     are then cut anew from the split's token stream (windows()) before the rows are picked, and the
     prepared arrays themselves (their sha256, other workloads' runs) stay as they are.
+    `planned`: the run request's data block (dataset, source, arrays_sha256); arrays whose bytes differ
+    from it are refused (read_verified). The result's sha256 is that of the bytes read.
     """
     folder = Path(folder)
     meta = read_meta(folder)
-    data = PreparedData(meta=meta)
-    with np.load(str(folder / ARRAYS_FILE)) as npz:
+    path = folder / ARRAYS_FILE
+    # One open file for the hash and the parse: a file replaced in between cannot slip through.
+    with open(str(path), "rb") as fh:
+        data = PreparedData(meta=meta, sha256=read_verified(fh, path, planned, meta))
+        try:
+            _read_rows(fh, folder, data, train_indices, test_indices, window)
+        except _UNREADABLE as err:
+            raise unreadable(path, err, meta) from None
+    return data
+
+
+def _read_rows(fh, folder: Path, data: PreparedData, train_indices: Optional[Sequence[int]],
+               test_indices: Optional[Sequence[int]], window: Optional[int]) -> None:
+    """Parse the open arrays file into data's splits, keeping the given rows (load())."""
+    with np.load(fh) as npz:
         for split, rows in (("train", train_indices), ("test", test_indices)):
             keys = [key for key in npz.files if key.endswith("_" + split)]
             cut = {}  # type: Dict[str, np.ndarray]
@@ -146,7 +246,6 @@ def load(folder: Path, train_indices: Optional[Sequence[int]] = None,
                 arr = cut[name] if name in cut else npz[key]
                 # Only per-example arrays are subset; others (PTB's token stream) are kept whole.
                 getattr(data, split)[key[: -len(split) - 1]] = arr if idx is None or len(arr) != n else arr[idx]
-    return data
 
 
 # The roles a framework module reads (bench/frameworks/common.py ROLES), each by default the

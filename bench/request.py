@@ -16,7 +16,10 @@ Fields (all required; ``validate`` checks them on write and on read):
   workload spec with the profile applied; its optional ``measurement`` table (the timing protocol,
   bench/measurement.py) is checked here.
 - ``data``: ``dataset``, ``source`` (real, synthetic or generated), ``arrays_sha256``, ``path`` (the
-  prepared folder on the host; runners may mount it elsewhere), ``train_indices`` and ``test_indices``
+  prepared folder relative to the data root, e.g. ``prepared/mnist``, so that no host path is in an
+  artifact meant to be shared; each runner resolves it under its own data root and mounts or passes
+  that folder: data_folder; requests before it name the absolute host folder, still read),
+  ``train_indices`` and ``test_indices``
   (sorted row numbers of the subset, or null for the whole split). Generated data (bench/generated.py:
   random inputs made in the run) have dataset and source "generated", path "", null indices and
   ``data.generated``, the recipe they are made from; no other data have that field. A workload that
@@ -37,13 +40,18 @@ and the CUDA it was built for (``cuda``, null for a CPU build). ``data.raw_files
 "sha256 recorded on first download, size verified"); not part of the run's identity, since
 arrays_sha256 already pins the data, so run ids stay as they were. ``environment.container``, which
 runs through an HPC container wrapper (WRAPPERS) must carry and others must not: ``wrapper``, the
-``reference`` of the image it ran (a Charliecloud image directory) and that image's ``sha256``
-(beside the kit image's ``image_digest`` it was made from).
+``reference`` of the image it ran (a Charliecloud image directory, named under CH_IMAGES) and that image's ``sha256``
+(beside the kit image's ``image_digest`` it was made from). ``environment.limits`` (LIMIT_FIELDS):
+the bounds the runner puts on the run's process, null where it applies none: ``memory_bytes`` (with no
+swap), ``pids`` (processes and threads at once), ``read_only_root`` (the root filesystem is read-only,
+with a tmpfs where frameworks write) and ``init`` (an init process reaps orphans and forwards signals).
+Not part of the run's identity: the same run under other bounds keeps its id.
 
 Standard library only, CPython 3.6-clean.
 """
 
 import json
+import os
 from pathlib import Path
 from typing import Optional
 
@@ -62,6 +70,11 @@ WRAPPERS = ("charliecloud",)
 CONTAINER_FIELDS = {"wrapper": (str,), "reference": (str,), "sha256": (str,)}
 SYSTEM_RUNNER = "system"
 PACKAGES_SOURCES = ("pip freeze", "importlib.metadata")
+
+# Where a relative data.path is resolved when the runner gives no folder (--data): this variable, else
+# the kit's data root in the current folder (a run folder re-run from a checkout finds its data there).
+DATA_ROOT_VAR = "DLREPRO_DATA_ROOT"
+DEFAULT_DATA_ROOT = "data"
 
 _OPT_INT = (int, type(None))
 _OPT_STR = (str, type(None))
@@ -102,7 +115,8 @@ NO_DATA = "none"
 DATA_SOURCES = ("real", "synthetic", generated.SOURCE, NO_DATA)
 RAW_FILE_FIELDS = {"sha256": (str,), "verified": (str,)}
 ENVIRONMENT_FIELDS = {"env_id": (str,), "image_digest": _OPT_STR}
-OPTIONAL_ENVIRONMENT_FIELDS = {"system": (dict,), "container": (dict,)}
+OPTIONAL_ENVIRONMENT_FIELDS = {"system": (dict,), "container": (dict,), "limits": (dict,)}
+LIMIT_FIELDS = {"memory_bytes": _OPT_INT, "pids": _OPT_INT, "read_only_root": (bool,), "init": (bool,)}
 SYSTEM_FIELDS = {
     "python": (str,),
     "executable": (str,),
@@ -177,7 +191,8 @@ def validate(request: dict, where: str = REQUEST_FILE) -> dict:
     if request["runner"] not in RUNNERS:
         raise RequestError(where, f"runner {request['runner']!r} is not one of {RUNNERS}")
     problem = (system_environment_problem(request["runner"], request["environment"])
-               or container_problem(request["runner"], request["environment"]))
+               or container_problem(request["runner"], request["environment"])
+               or limits_problem(request["environment"]) or data_path_problem(request["data"]["path"]))
     if problem:
         raise RequestError(where, problem)
     if request["device"] not in DEVICES:
@@ -257,12 +272,49 @@ def container_problem(runner: str, environment: dict) -> Optional[str]:
     return None
 
 
+def limits_problem(environment: dict) -> Optional[str]:
+    """What is wrong with an environment block's `limits` (None if nothing, or when it has none)."""
+    limits = environment.get("limits")
+    if limits is None:
+        return None
+    if not isinstance(limits, dict) or set(limits) != set(LIMIT_FIELDS):
+        return f"environment.limits needs exactly {sorted(LIMIT_FIELDS)}"
+    for name, types in LIMIT_FIELDS.items():
+        value = limits[name]
+        if (isinstance(value, bool) and bool not in types) or not isinstance(value, types):
+            return "environment.limits.{} must be {}".format(name, " or ".join(t.__name__ for t in types))
+        if types is _OPT_INT and value is not None and value < 1:
+            return f"environment.limits.{name} {value} must be positive (or null: not applied)"
+    return None
+
+
+def data_path_problem(path: str) -> Optional[str]:
+    """What is wrong with a data.path (None if nothing): a relative one stays under the data root."""
+    if path and not path.startswith("/") and ".." in path.split("/"):
+        return f"data.path {path!r} leaves the data root ('..')"
+    return None
+
+
+def data_folder(data: dict, root=None) -> Optional[Path]:
+    """The host folder of a request's data: None when it has none (generated in the run, or none read);
+    an absolute data.path (requests before paths were relative) as it is; else data.path under `root`,
+    by default $DLREPRO_DATA_ROOT, else data/ in the current folder (DEFAULT_DATA_ROOT)."""
+    path = data["path"]
+    if not path:
+        return None
+    if Path(path).is_absolute():
+        return Path(path)
+    base = root if root is not None else (os.environ.get(DATA_ROOT_VAR) or DEFAULT_DATA_ROOT)
+    return Path(base).resolve() / path
+
+
 def make(*, framework: str, era: str, workload: str, profile: str, spec: dict, data: dict, device: str,
          threads: Optional[int], seed: int, repeat: int, campaign: str, runner: str, env_id: str,
          image_digest: Optional[str] = None, monitor: bool = True, system: Optional[dict] = None,
-         container: Optional[dict] = None, sweep: Optional[dict] = None) -> dict:
+         container: Optional[dict] = None, sweep: Optional[dict] = None, limits: Optional[dict] = None) -> dict:
     """A validated request with its run_id filled in (`system`: the system runner's environment.system;
-    `container`: a wrapper runner's environment.container; `sweep`: its sweep point, if any)."""
+    `container`: a wrapper runner's environment.container; `sweep`: its sweep point, if any; `limits`:
+    the runner's environment.limits)."""
     request = {
         "request_version": REQUEST_VERSION, "run_id": "", "framework": framework, "era": era,
         "workload": workload, "profile": profile, "spec": spec, "data": data, "device": device,
@@ -273,6 +325,8 @@ def make(*, framework: str, era: str, workload: str, profile: str, spec: dict, d
         request["environment"]["system"] = system
     if container is not None:
         request["environment"]["container"] = container
+    if limits is not None:
+        request["environment"]["limits"] = dict(limits)
     if sweep:
         request["sweep"] = dict(sweep)
     request["run_id"] = run_id(request)

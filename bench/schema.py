@@ -30,7 +30,7 @@ import numpy as np
 
 from bench import atomic, blas, generated
 from bench.measurement import INFERENCE, ITERATIONS, TIMED_BATCHES
-from bench.request import WRAPPERS, container_problem, system_environment_problem
+from bench.request import WRAPPERS, container_problem, limits_problem, system_environment_problem
 
 SCHEMA_VERSION = 2
 READABLE_VERSIONS = (1, 2)
@@ -45,8 +45,17 @@ MONITOR_FILE = "monitor.csv"
 LOG_FILE = "log.txt"
 
 STATUSES = ("ok", "failed")
-# cancelled: a scheduler took the run away (scancel, preemption); such runs are redone on resume.
-FAILURE_CAUSES = ("nan", "oom", "timeout", "crash", "killed", "cancelled")
+# Why a run failed (failure.cause), of two kinds (failure_kind()). Failures of the framework under test are
+# results and stay: a NaN or infinite loss, out of memory, the study's time limit, a crash inside training,
+# killed by a signal (most often the out-of-memory killer).
+RESULT_CAUSES = ("nan", "oom", "timeout", "crash", "killed")
+# Failures of the setup are not results, and the next run of the campaign redoes them (campaign/execute.py):
+# cancelled (a scheduler took the run away: scancel, preemption), missing-library (the machine or the
+# environment lacks a library or tool the framework needs), bad-data (the data could not be read or is not
+# the data the request names), invalid-setting (the kit refused the request: a UsageError in the run).
+SETUP_CAUSES = ("cancelled", "missing-library", "bad-data", "invalid-setting")
+FAILURE_CAUSES = RESULT_CAUSES + SETUP_CAUSES
+RESULT, SETUP = "result", "setup"
 
 NUM = (int, float)
 OPT_NUM = (int, float, type(None))
@@ -178,6 +187,8 @@ RUN_MONITOR_CONTENTION_FIELDS = {
 # device_used.gpu (optional: CPU runs and runs before it lack it): the host GPU the campaign gave the run
 # (rank 0's); device_used.gpus (optional): every GPU of a run given several, in rank order.
 RUN_GPU_FIELDS = {"index": (int,), "uuid": OPT_STR, "name": OPT_STR}
+# environment.limits (optional: runs before it lack it): the request's, the bounds the runner put on the run
+# (bench/request.py LIMIT_FIELDS; null: not applied). dataset.path: the request's data.path, relative to the data root.
 # environment.libraries (optional: runs before it, and runs off Linux, lack it): every BLAS and OpenMP runtime
 # the run's process had loaded when it finished training, read from the process (bench/blas.py; a run of
 # several ranks: the process that started them); kind is one of blas.KINDS, api the library (openblas, mkl,
@@ -259,6 +270,14 @@ class SchemaError(ValueError):
     """An artifact does not match the schema; the message names the file and the field."""
 
 
+def failure_kind(failure: Optional[dict]) -> Optional[str]:
+    """SETUP for a failure of the setup (SETUP_CAUSES: not a result, redone), RESULT for a failure of the
+    framework under test (RESULT_CAUSES: a result), None for an ok run's (no failure)."""
+    if not failure:
+        return None
+    return SETUP if failure.get("cause") in SETUP_CAUSES else RESULT
+
+
 def _check_device_gpus(obj: dict, where: str) -> None:
     """device_used.gpu (rank 0's GPU) and device_used.gpus (every GPU of a run given several), when present."""
     if "gpu" in obj["device_used"]:
@@ -328,7 +347,8 @@ def validate_run(obj: dict, where: str = RUN_FILE) -> dict:
             raise SchemaError(f"{where}: an image run needs environment.image_digest (sha256:... or name@sha256:...)")
     # A system run names the environment it found (no kit image or lock stands behind it).
     system_problem = (system_environment_problem(obj["config"]["runner"], obj["environment"])
-                      or container_problem(obj["config"]["runner"], obj["environment"]))
+                      or container_problem(obj["config"]["runner"], obj["environment"])
+                      or limits_problem(obj["environment"]))
     if system_problem:
         raise SchemaError(f"{where}: {system_problem}")
     if obj["status"] not in STATUSES:
@@ -494,6 +514,8 @@ def run_record(request: dict, host: Optional[dict] = None, failure: Optional[dic
         environment["system"] = env["system"]
     if "container" in env:  # the wrapper's image a container run ran in
         environment["container"] = env["container"]
+    if "limits" in env:  # the bounds the runner put on the run (bench/request.py LIMIT_FIELDS)
+        environment["limits"] = env["limits"]
     config = {key: request[key] for key in RUN_CONFIG_FIELDS}
     if request.get("sweep"):  # the study sweep's point the run is at (absent: no sweep)
         config["sweep"] = request["sweep"]
@@ -520,6 +542,8 @@ def run_record(request: dict, host: Optional[dict] = None, failure: Optional[dic
 
 def _dataset_record(data: dict) -> dict:
     """run.json's dataset section from the request's data (raw_files only where the request has them)."""
+    # sha256: the planned digest until the entrypoint has hashed the arrays it loads (bench/prepared.py
+    # load, which refuses others); it then records that digest, of the bytes trained on.
     dataset = {"name": data["dataset"], "source": data["source"], "sha256": data["arrays_sha256"],
                "path": data["path"]}
     if "raw_files" in data:

@@ -1,22 +1,28 @@
-"""Host command line: `python -m campaign run|datasets|check-gpu ...`.
+"""Host command line: `python -m campaign run|check|datasets|check-gpu ...`.
 
 `run` plans a campaign (frameworks x workloads x repeats), prepares each framework's environment
-with the chosen runner and runs what is missing; `datasets` prints what a target's workloads read;
-`check-gpu` stops a GPU target at once on a machine without one (and passes a CPU target).
-Bad input ends with one line `error: <problem>; <fix>` and exit code 2.
+with the chosen runner and runs what is missing; `check` takes run's arguments and validates them
+all (names, numbers, frameworks, profile, era, workloads) without doing anything, so a make target
+stops on a bad setting before it downloads data or builds an environment; `datasets` prints what a
+target's workloads read; `check-gpu` stops a GPU target at once on a machine without one (and passes
+a CPU target). Bad input ends with one line `error: <problem>; <fix>` and exit code 2.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bench.errors import UsageError, run_cli
+from bench.names import check_plain
 
 if TYPE_CHECKING:
+    from campaign.plan import Matrix
     from campaign.study import Experiment
 
 
@@ -40,12 +46,16 @@ def _run_args(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--results", type=Path, default=Path("results"))
     ap.add_argument("--campaign", default=None, help="name of the results folder (default: the target)")
     ap.add_argument("--threads", default="", help="CPU threads per run (default: all usable cores)")
-    ap.add_argument("--timeout", type=float, default=None, help="seconds per run (default 24 h)")
+    ap.add_argument("--timeout", default="", help="seconds per run (default 24 h)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--retry-failed", action="store_true")
+    ap.add_argument("--retry-failed", nargs="?", const="yes", default="no",
+                    help="yes: run failed runs again (runs that failed for their setup always are)")
     ap.add_argument("--gpus", default="all",
                     help="GPU campaigns: 'all' or comma-separated NVML indices (0,2); one run per GPU at a time")
     ap.add_argument("--parallel", default="1", help="CPU campaigns: runs at once (default 1, the studies' protocol)")
+    ap.add_argument("--memory", default="", help="each container run's memory limit, e.g. 16g (default: the host's "
+                    "memory less a tenth)")
+    ap.add_argument("--pids", default="", help="each container run's processes and threads at once (default 4096)")
     ap.add_argument("--executor", default="local", help="local (this process), slurm (a job array) or kubernetes")
     ap.add_argument("--wait", default="yes", help="slurm: yes (follow the job) or no (return once submitted)")
     ap.add_argument("--slurm-partition", default="")
@@ -91,6 +101,94 @@ def _parallel(text: str) -> int:
     return int(text)
 
 
+def _timeout(text: str) -> float:
+    """TIMEOUT in seconds (empty: the study's 24 h); 0, a negative number or nan would make every run a
+    'timeout' or none ever one."""
+    from campaign.execute import DEFAULT_TIMEOUT_S
+
+    if not text.strip():
+        return DEFAULT_TIMEOUT_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise UsageError(f"TIMEOUT must be a positive number of seconds, got '{text}'",
+                         "set e.g. TIMEOUT=3600, or leave it empty for the study's 24 h")
+    return value
+
+
+def _gpus(text: str) -> str:
+    """GPUS checked for form here (before any work); campaign.runners.gpu_slots checks the indices exist."""
+    parts = [p.strip() for p in text.split(",")]
+    if text.strip() != "all" and not all(p.isdigit() for p in parts):
+        raise UsageError(f"GPUS must be 'all' or comma-separated GPU indices, got '{text}'",
+                         "set GPUS=all or e.g. GPUS=0,2")
+    return text
+
+
+def _campaign_name(a: argparse.Namespace) -> str:
+    """The campaign's name, a plain name: it becomes results/<name> and reports/<name>."""
+    return check_plain(a.campaign or a.target or "adhoc", "CAMPAIGN", "my-campaign")
+
+
+@dataclass(frozen=True)
+class Request:
+    """What `run` was asked for, every part validated (check_request) before anything is written or built."""
+
+    target: Experiment | None
+    matrix: Matrix
+    name: str
+    threads: int
+    timeout: float
+
+
+def check_request(a: argparse.Namespace) -> Request:
+    """Validate all of run's arguments (`python -m campaign check` stops here); nothing is downloaded, built
+    or written."""
+    from campaign import plan, runners
+    from campaign.executors import EXECUTORS
+
+    if a.executor not in EXECUTORS:
+        raise UsageError(f"unknown executor '{a.executor}'", f"choose from: {', '.join(EXECUTORS)} (EXECUTOR=...)")
+    _yes(a.wait, "WAIT"), _yes(a.slurm_exclusive, "SLURM_EXCLUSIVE"), _yes(a.retry_failed, "RETRY_FAILED")
+    name = _campaign_name(a)
+    target = _target(a.target)
+    workloads = _names(a.workloads) or (list(target.workloads) if target else [])
+    device = a.device or (target.device if target else "cpu")
+    matrix = plan.build_matrix(_names(a.frameworks), workloads, device, a.profile, a.repeats, a.data_source,
+                               a.seed, a.era, target)
+    runners.check_name(a.runner)
+    _gpus(a.gpus)
+    _parallel(a.parallel)
+    _limits(a)
+    request = Request(target, matrix, name, _threads(a.threads), _timeout(a.timeout))
+    if a.executor == "local":  # this machine runs them (a scheduler's task checks its own node: campaign/task.py)
+        _host_preflight(a.runner, matrix)
+    return request
+
+
+def _host_preflight(runner: str, matrix: Matrix) -> None:
+    """The host pre-flight (campaign/syslibs.py) of the runs `runner` would run here: before any data is made
+    or environment built, so a machine that lacks a library loses no time."""
+    from bench import blas_backends
+    from campaign import runners, syslibs
+
+    name = runners.choose_auto()[0] if runner == "auto" else runner
+    syslibs.check(name, matrix.frameworks, matrix.era, [p.get(blas_backends.AXIS) for p in matrix.points])
+
+
+def _limits(a: argparse.Namespace):
+    """The bounds a container runner puts on each run (MEMORY, PIDS: campaign.runners.container_limits). A
+    Kubernetes pod spec has no pids limit (the node's kubelet has): its runs are planned with none."""
+    from dataclasses import replace
+
+    from campaign.runners import container_limits
+
+    limits = container_limits(a.memory, a.pids)
+    return replace(limits, pids=None) if a.executor == "kubernetes" else limits
+
+
 def _slots(device: str, gpus: str, parallel: int) -> list:
     """What execute() runs on: one GpuSlot per GPU of a GPU campaign (GPUS), else `parallel` CPU slots."""
     from bench.gpu import probe
@@ -114,27 +212,22 @@ def cmd_run(argv: list[str]) -> int:
     """Expand the matrix, prepare environments, run what is missing."""
     from bench.gpu import probe
     from campaign import execute, plan, runners
-    from campaign.executors import EXECUTORS
 
     a = _run_args(argv)
-    if a.executor not in EXECUTORS:
-        raise UsageError(f"unknown executor '{a.executor}'", f"choose from: {', '.join(EXECUTORS)} (EXECUTOR=...)")
-    _yes(a.wait, "WAIT"), _yes(a.slurm_exclusive, "SLURM_EXCLUSIVE")  # bad values stop before any work
+    request = check_request(a)  # bad values stop before any work
+    target, matrix, name, threads = request.target, request.matrix, request.name, request.threads
+    device = matrix.device
     if a.executor == "slurm":  # before environments are prepared: minutes wasted otherwise
         from campaign.executors import slurm
 
         slurm.check_commands()
-    target = _target(a.target)
-    workloads = _names(a.workloads) or (list(target.workloads) if target else [])
-    device = a.device or (target.device if target else "cpu")
-    matrix = plan.build_matrix(_names(a.frameworks), workloads, device, a.profile, a.repeats, a.data_source,
-                               a.seed, a.era, target)
     if device == "gpu":
         require_gpu(a.target or "this campaign", target.cpu if target else None)
-    name = a.campaign or a.target or "adhoc"
-    threads = _threads(a.threads)
     slots = _slots(device, a.gpus, _parallel(a.parallel))
-    runner = runners.get(a.runner, device, a.era, tuple(s for s in slots if s is not None))
+    runner = runners.get(a.runner, device, a.era, tuple(s for s in slots if s is not None), a.data_root, _limits(a))
+    if (a.memory or a.pids) and runner.name != "docker":
+        print(f"note: MEMORY and PIDS bound container runs; the {runner.name} runner applies none (run.json says so)",
+              flush=True)
     if a.executor == "kubernetes" and runner.name != "docker":
         raise UsageError(f"EXECUTOR=kubernetes runs the kit images, not the {runner.name} runner's environments",
                          "use RUNNER=docker, with the images pushed (make push REGISTRY=...)")
@@ -146,16 +239,17 @@ def cmd_run(argv: list[str]) -> int:
               flush=True)
     campaign_dir = a.results / name
     runs = plan.plan(matrix, runner, name, campaign_dir, a.data_root, threads)
-    timeout = a.timeout or execute.DEFAULT_TIMEOUT_S
+    timeout = request.timeout
     if a.executor == "slurm":
         return _on_slurm(a, runs, runner.name, campaign_dir, name, timeout, threads, device)
     if a.executor == "kubernetes":
         return _on_kubernetes(a, runs, runner.name, campaign_dir, timeout)
-    counts = execute.execute(runs, runner, campaign_dir, timeout, a.retry_failed, slots)
+    counts = execute.execute(runs, runner, campaign_dir, timeout, _yes(a.retry_failed, "RETRY_FAILED"), slots)
     elsewhere = f", {counts['elsewhere']} running elsewhere" if counts["elsewhere"] else ""
     unfit = f", {counts['unfit']} left out (more GPUs than GPUS gives)" if counts["unfit"] else ""
-    print(f"campaign '{name}': {counts['ok']} ok, {counts['failed']} failed, {counts['skipped']} done "
+    print(f"campaign '{name}': {counts['ok']} ok, {execute.failed_text(counts)}, {counts['skipped']} done "
           f"earlier{elsewhere}{unfit}; results in {campaign_dir}", flush=True)
+    execute.check_setup(counts)  # a framework's failure is a result (the report follows); the setup's is not
     return 0
 
 
@@ -164,6 +258,7 @@ def _on_slurm(a: argparse.Namespace, runs: list, runner: str, campaign_dir: Path
     """Hand the planned runs to Slurm as one job array; QUEUED_EXIT when they are not all back."""
     import shlex
 
+    from campaign import execute
     from campaign.executors import QUEUED_EXIT, slurm
 
     settings = slurm.SlurmSettings(
@@ -171,14 +266,16 @@ def _on_slurm(a: argparse.Namespace, runs: list, runner: str, campaign_dir: Path
         concurrency=_parallel(a.parallel) if device == "cpu" else 0,
         exclusive=_yes(a.slurm_exclusive, "SLURM_EXCLUSIVE"),
         cpus_per_task=threads if device == "cpu" else None,
-        extra=tuple(shlex.split(a.slurm_opts)))
-    counts = slurm.run_campaign(runs, campaign_dir, settings, _yes(a.wait, "WAIT"), a.retry_failed)
-    print(f"campaign '{name}': {counts['ok']} ok, {counts['failed']} failed, {counts['skipped']} done earlier, "
+        extra=tuple(shlex.split(a.slurm_opts)), data_root=str(a.data_root.resolve()))
+    retry = _yes(a.retry_failed, "RETRY_FAILED")
+    counts = slurm.run_campaign(runs, campaign_dir, settings, _yes(a.wait, "WAIT"), retry)
+    print(f"campaign '{name}': {counts['ok']} ok, {execute.failed_text(counts)}, {counts['skipped']} done earlier, "
           f"{counts['queued']} queued in Slurm; results in {campaign_dir}", flush=True)
     if counts["queued"]:
         print("the runs still queued come back by themselves; run the same command again to collect them "
               "and make the report", flush=True)
         return QUEUED_EXIT
+    execute.check_setup(counts)
     return 0
 
 
@@ -189,7 +286,7 @@ def _on_kubernetes(a: argparse.Namespace, runs: list, runner: str, campaign_dir:
     from campaign import batch, execute
     from campaign.executors import QUEUED_EXIT, kubernetes
 
-    missing = execute.missing_runs(runs, campaign_dir, a.retry_failed)
+    missing = execute.missing_runs(runs, campaign_dir, _yes(a.retry_failed, "RETRY_FAILED"))
     if not missing:
         print(f"kubernetes: nothing to submit; results in {campaign_dir}", flush=True)
         return 0
@@ -241,6 +338,17 @@ def cmd_check_gpu(argv: list[str]) -> int:
     return 0
 
 
+def cmd_check(argv: list[str]) -> int:
+    """`check` with run's arguments: exit 0 when `run` would accept them all, else the one-line error. Without
+    --target or --workloads (make analyze) only the campaign name is checked."""
+    a = _run_args(argv)
+    if a.target or _names(a.workloads):
+        check_request(a)
+    else:
+        _campaign_name(a)
+    return 0
+
+
 def cmd_datasets(argv: list[str]) -> int:
     """`datasets --target T` or `datasets --workloads W`: print the datasets they need."""
     from campaign.plan import datasets_needed
@@ -262,7 +370,8 @@ def cmd_task(argv: list[str]) -> int:
     return task.main(argv)
 
 
-COMMANDS = {"run": cmd_run, "check-gpu": cmd_check_gpu, "datasets": cmd_datasets, "task": cmd_task}
+COMMANDS = {"run": cmd_run, "check": cmd_check, "check-gpu": cmd_check_gpu, "datasets": cmd_datasets,
+            "task": cmd_task}
 
 
 def dispatch(argv: list[str]) -> int:

@@ -2,7 +2,7 @@
 
     python -m campaign.epochtimes --campaign results/bench-lstm-imdb-20261123-120000 [--workload lstm-imdb]
 
-`make bench-lstm` runs a fresh campaign (one repeat of each framework, quick profile) and then
+`make bench-lstm` runs a fresh campaign (one repeat of each framework, the workload's bench profile) and then
 this table. Every number is read from the runs' metrics.jsonl and run.json: epoch 1 is shown
 apart because it carries one-off costs (graph building, compilation, allocator warm-up), and the
 steady-state figure is the mean of the later epochs.

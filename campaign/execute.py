@@ -1,6 +1,9 @@
 """Running a planned campaign: what is missing runs, what is done is skipped, nothing half-done counts.
 
-Completed run folders (a valid run.json, ok or failed) are never touched again. A run is written
+Completed run folders (a valid run.json, ok or failed) are never touched again, but for a run that failed
+for its setup (bench/schema.py SETUP_CAUSES: a cancelled task, a missing library, bad data, a refused
+setting), which is not a result: the next run of the campaign moves it aside (kept) and runs it again, as
+--retry-failed does for every failed run. A run is written
 into `<id>.partial/` (its request.json first) and renamed to `<id>/` only once its run.json is
 written, so an interrupted campaign leaves nothing that looks complete and resumes where it
 stopped. A run whose process died without a run.json gets one from the host, made by the same
@@ -38,8 +41,8 @@ from campaign.plan import PlannedRun
 from campaign.runners import GpuSlot, Outcome, Runner, gpus_label
 
 DEFAULT_TIMEOUT_S = 24 * 3600  # the study's limit per run
-# Failures that say nothing about the run itself (the scheduler took it away): redone on resume.
-REDONE_CAUSES = ("cancelled",)
+# The counts' key of the runs that failed with a cause (execute(): "failed:crash", "failed:bad-data", ...).
+FAILED_PREFIX = "failed:"
 
 
 class Cancellation:
@@ -126,7 +129,7 @@ def say(line: str) -> None:
 
 def is_done(run: PlannedRun, campaign_dir: Path, retry_failed: bool, head: str) -> bool:
     """Whether the run is done (ok, or failed and not to be retried): skip it. A failed run to
-    retry (asked for, or cancelled by a scheduler) is moved aside (kept) first."""
+    retry (asked for, or failed for its setup: schema.SETUP_CAUSES) is moved aside (kept) first."""
     final = campaign_dir / run.run_id
     if not (final / schema.RUN_FILE).exists():
         return False
@@ -135,12 +138,49 @@ def is_done(run: PlannedRun, campaign_dir: Path, retry_failed: bool, head: str) 
     except schema.SchemaError as exc:
         raise UsageError(f"completed run folder {final} is unreadable ({exc})",
                          "move that folder out of the campaign to redo the run") from None
-    redo = retry_failed or (done["failure"] or {}).get("cause") in REDONE_CAUSES
-    if done["status"] == "ok" or not redo:
+    setup = schema.failure_kind(done["failure"]) == schema.SETUP
+    if done["status"] == "ok" or not (retry_failed or setup):
         say(f"{head}: done earlier ({done['status']}), skipped")
         return True
+    if setup:
+        say(f"{head}: failed earlier for its setup ({done['failure']['cause']}), not a result: run again")
     shutil.move(final, campaign_dir / f".retried-{run.run_id}-{int(time.time())}")
     return False
+
+
+def tally(counts: dict[str, int], record: dict) -> None:
+    """Count a published run in `counts`: its status, and a failed run's cause under FAILED_PREFIX."""
+    counts[record["status"]] = counts.get(record["status"], 0) + 1
+    if record["status"] == "failed":
+        key = FAILED_PREFIX + record["failure"]["cause"]
+        counts[key] = counts.get(key, 0) + 1
+
+
+def failed_causes(counts: dict[str, int]) -> dict[str, int]:
+    """{cause: runs} of the failed runs counted in `counts` (tally())."""
+    return {key[len(FAILED_PREFIX):]: n for key, n in counts.items() if key.startswith(FAILED_PREFIX)}
+
+
+def failed_text(counts: dict[str, int]) -> str:
+    """'3 failed', with the causes when any failed: '3 failed (1 crash, 1 timeout, 1 setup: bad-data)'."""
+    causes = sorted(failed_causes(counts).items())
+    parts = ", ".join([f"{n} {cause}" for cause, n in causes if cause not in schema.SETUP_CAUSES]
+                      + [f"{n} setup: {cause}" for cause, n in causes if cause in schema.SETUP_CAUSES])
+    return f"{counts.get('failed', 0)} failed" + (f" ({parts})" if parts else "")
+
+
+def check_setup(counts: dict[str, int]) -> None:
+    """Raise a UsageError naming the fix when runs counted in `counts` (this invocation's) failed for
+    their setup: they are not results, and the same command runs them again once it is fixed."""
+    setup = {cause: n for cause, n in failed_causes(counts).items() if cause in schema.SETUP_CAUSES}
+    n = sum(setup.values())
+    if not n:
+        return
+    causes = ", ".join(sorted(setup))
+    problem = (f"1 run failed for its setup ({causes}), not for its framework: that is not a result" if n == 1 else
+               f"{n} runs failed for their setup ({causes}), not for their framework: those are not results")
+    raise UsageError(problem, "fix what the failure message above names, then run the same command again: "
+                              "runs that failed for their setup run again, the others stay done")
 
 
 class _Campaign:
@@ -148,6 +188,7 @@ class _Campaign:
 
     def __init__(self, runner: Runner, campaign_dir: Path, timeout_s: float | None, slots: list) -> None:
         self.runner, self.campaign_dir, self.timeout_s = runner, campaign_dir, timeout_s
+        # ok, failed (and each failed run's cause: tally()), skipped, elsewhere, unfit
         self.counts = {"ok": 0, "failed": 0, "skipped": 0, "elsewhere": 0, "unfit": 0}
         self.free: queue.Queue = queue.Queue()
         self.slots = len(slots)
@@ -172,7 +213,7 @@ class _Campaign:
             say(f"{head}: stopped{where}; it runs again when the campaign resumes")
             return
         with self._counts_lock:
-            self.counts[record["status"]] += 1
+            tally(self.counts, record)
         say(f"{head}: {describe(record)} [{time.monotonic() - t0:.0f} s]{where}")
 
     def start(self, head: str, run: PlannedRun, claim: claims.Claim, need: int = 1) -> bool:
@@ -271,9 +312,9 @@ def missing_runs(runs: list[PlannedRun], campaign_dir: Path, retry_failed: bool,
 
 def execute(runs: list[PlannedRun], runner: Runner, campaign_dir: Path, timeout_s: float | None,
             retry_failed: bool = False, slots: list[GpuSlot | None] | tuple = (None,)) -> dict[str, int]:
-    """Run what is missing, skip what is done or claimed elsewhere; return counts of ok, failed,
-    skipped (done earlier), elsewhere (in flight in another process) and unfit (needing more GPUs
-    than `slots` holds) runs.
+    """Run what is missing, skip what is done or claimed elsewhere; return counts of ok, failed (and
+    of each failed run's cause, FAILED_PREFIX + cause), skipped (done earlier), elsewhere (in flight
+    in another process) and unfit (needing more GPUs than `slots` holds) runs.
 
     Up to len(slots) runs are in flight at once, each given slots of its own: GpuSlots (a GPU
     campaign: one per rank of the run, PlannedRun.gpus) or one None (a CPU run). One slot (the

@@ -101,7 +101,7 @@ class Setup:
     """What every benchmark run shares: the workload, its prepared (synthetic) data, the threads."""
 
     def __init__(self, workload: str, profile: str, data_root: Path, threads: int) -> None:
-        self.workload, self.profile, self.threads = workload, profile, threads
+        self.workload, self.profile, self.threads, self.data_root = workload, profile, threads, data_root
         self.spec = specs.load(workload, profile)
         self.dataset = requests.find_dataset(data_root, self.spec["dataset"], "synthetic")
 
@@ -113,14 +113,16 @@ class Setup:
             runner=runner, environment=environment, monitor=monitor)
 
 
-def train_once(python: Path, req: dict, run_dir: Path) -> Measured:
-    """One entrypoint run of `req` in the local environment: its training time and CPU time."""
+def train_once(python: Path, req: dict, run_dir: Path, data_root: Path) -> Measured:
+    """One entrypoint run of `req` (its data under `data_root`) in the local environment: its training time
+    and CPU time."""
     request.write(run_dir, req)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     cpu0 = children_cpu_s()
+    args = entrypoint_args(run_dir, request.data_folder(req["data"], data_root))
     with open(run_dir / schema.LOG_FILE, "wb") as log:
-        subprocess.run([str(python), "-m", "bench", *entrypoint_args(run_dir)], cwd=REPO, env=env, stdout=log,
-                       stderr=subprocess.STDOUT, check=True)
+        subprocess.run([str(python), "-m", "bench", *args],
+                       cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, check=True)
     return finished_run(run_dir, children_cpu_s() - cpu0)
 
 
@@ -161,7 +163,7 @@ Pairs = list[tuple[Measured, Measured]]
 def monitor_pairs(python: Path, env: requests.Environment, workdir: Path, setup: Setup, n: int) -> Pairs:
     """n (monitor on, monitor off) training times of the local entrypoint."""
     def side(monitor: bool) -> Callable[[Path], Measured]:
-        return lambda d: train_once(python, setup.request("local", env, monitor), d)
+        return lambda d: train_once(python, setup.request("local", env, monitor), d, setup.data_root)
 
     return [(t["monitor-on"], t["monitor-off"])
             for t in alternating_pairs(n, workdir, {"monitor-on": side(True), "monitor-off": side(False)})]
@@ -173,7 +175,8 @@ def runner_pairs(workdir: Path, setup: Setup, n: int) -> Pairs:
     from campaign.runners.docker import DockerRunner
     from campaign.runners.local import LocalRunner
 
-    runners: dict[str, Runner] = {"docker": DockerRunner(), "local": LocalRunner()}
+    runners: dict[str, Runner] = {"docker": DockerRunner(data_root=setup.data_root),
+                                  "local": LocalRunner(data_root=setup.data_root)}
     envs_of = {name: runner.prepare("pytorch") for name, runner in runners.items()}
 
     def side(name: str) -> Callable[[Path], Measured]:

@@ -25,9 +25,11 @@ SUBSET_SEED = 0
 
 @dataclass(frozen=True)
 class Dataset:
-    """A prepared dataset as a request names it: where it is, its hash, its split sizes, and the raw
-    files it was prepared from ({name: {"sha256", "verified"}}; empty for folders prepared before
-    that was recorded)."""
+    """A prepared dataset as a request names it: where it is on this host (`folder`), its hash, its split
+    sizes, the raw files it was prepared from ({name: {"sha256", "verified"}}; empty for folders prepared
+    before that was recorded) and `path`, the folder relative to the data root it was found under (the
+    request's data.path: no host path in an artifact; empty for a folder given alone, which the request
+    then names as it is)."""
 
     name: str
     source: str
@@ -35,6 +37,7 @@ class Dataset:
     arrays_sha256: str
     sizes: dict[str, int]
     raw_files: dict[str, dict[str, str]] = field(default_factory=dict)
+    path: str = ""
 
 
 @dataclass(frozen=True)
@@ -42,12 +45,14 @@ class Environment:
     """What a runner prepared for a framework: its identity (lock sha256, image id, or the system
     runner's packages sha256) and, for containers, the image digest run.json records; for the system
     runner, the environment it found (request environment.system: bench/request.py); for a
-    container wrapper, the image it runs (environment.container)."""
+    container wrapper, the image it runs (environment.container); the bounds it puts on each run
+    (environment.limits: bench/request.py LIMIT_FIELDS)."""
 
     env_id: str
     image_digest: str | None = None
     system: dict | None = None
     container: dict | None = None
+    limits: dict | None = None
 
 
 def subset_indices(n: int, k: int | None) -> list[int] | None:
@@ -58,16 +63,22 @@ def subset_indices(n: int, k: int | None) -> list[int] | None:
 
 
 def find_dataset(data_root: Path, name: str, source: str) -> Dataset:
-    """The prepared dataset `name` of `source` under data_root, or a UsageError naming how to make it."""
+    """The prepared dataset `name` of `source` under data_root, or a UsageError naming how to make it.
+
+    Its arrays' bytes are hashed (0.16 s for SVHN's 306 MB) before runs are planned on the digest its
+    meta.json records: damaged arrays stop the campaign here, in one line, not each run in its setup.
+    """
     folder = prepared.prepared_dir(data_root, name, source)
     try:
         meta = prepared.read_meta(folder)
     except UsageError:
-        fix = (f"run 'make download DATASETS={name}'" if source == "real"
-               else f"run 'python -m data synthetic --datasets {name}' (make demo does it)")
-        raise UsageError(f"dataset '{name}' ({source}) is not prepared in {folder}", fix) from None
+        raise UsageError(f"dataset '{name}' ({source}) is not prepared in {folder}",
+                         prepared.prepare_again(name, source)) from None
+    problem = prepared.arrays_problem(folder, meta)
+    if problem:
+        raise UsageError(problem, "prepare it again: " + prepared.prepare_again(name, source))
     return Dataset(name, source, folder.resolve(), meta["arrays_sha256"], prepared.split_sizes(folder),
-                   raw_files_of(meta))
+                   raw_files_of(meta), folder.relative_to(data_root).as_posix())
 
 
 def raw_files_of(meta: dict) -> dict[str, dict[str, str]]:
@@ -114,7 +125,7 @@ def resolve(*, framework: str, era: str, workload: str, profile: str, spec: dict
         sizes = prepared.split_sizes(dataset.folder, window) if window else dataset.sizes
         data = {
             "dataset": dataset.name, "source": dataset.source, "arrays_sha256": dataset.arrays_sha256,
-            "path": str(dataset.folder),
+            "path": dataset.path or str(dataset.folder),
             "train_indices": subset_indices(sizes["train"], spec["data"].get("train_subset")),
             "test_indices": subset_indices(sizes["test"], spec["data"].get("test_subset")),
         }
@@ -124,4 +135,4 @@ def resolve(*, framework: str, era: str, workload: str, profile: str, spec: dict
         framework=framework, era=era, workload=workload, profile=profile, spec=spec, data=data, device=device,
         threads=threads, seed=seed, repeat=repeat, campaign=campaign, runner=runner, env_id=environment.env_id,
         image_digest=environment.image_digest, monitor=monitor, system=environment.system,
-        container=environment.container, sweep=sweep or None)
+        container=environment.container, sweep=sweep or None, limits=environment.limits)

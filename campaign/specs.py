@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.errors import UsageError
+from bench.names import is_plain
 
 WORKLOAD_DIR = Path(__file__).parent / "workloads"
 
@@ -41,7 +42,7 @@ def known_workloads() -> list[str]:
 
 def _raw(name: str) -> dict:
     path = WORKLOAD_DIR / f"{name}.toml"
-    if not path.exists():
+    if not is_plain(name) or not path.exists():  # a name with '/' or '..' would read another folder's file
         raise UsageError(
             f"unknown workload '{name}'",
             f"choose from: {', '.join(known_workloads())} (WORKLOADS=...)",

@@ -5,7 +5,9 @@ $SLURM_ARRAY_TASK_ID). It claims the run (campaign/claims.py), prepares the batc
 node (checking the environment is the one the host planned with), runs it into `<id>.partial/` and
 renames it into place when run.json is written (campaign/execute.py). Told to stop (SIGTERM from
 scancel, the task's time limit or preemption; SIGINT), it kills the run and publishes it as failed,
-cause 'cancelled', which a resumed campaign runs again.
+cause 'cancelled', which a resumed campaign runs again. A node that lacks a library or tool the run
+needs (campaign/syslibs.py) stops the task before it claims the run, with the one line naming the
+package: nothing is recorded, and the campaign submits the run again when it is run again.
 """
 
 from __future__ import annotations
@@ -16,9 +18,10 @@ import signal
 import socket
 from pathlib import Path
 
+from bench import blas_backends
 from bench.errors import UsageError
 from campaign import batch as batches
-from campaign import execute, runners
+from campaign import execute, runners, syslibs
 from campaign.runners import GpuSlot
 
 EXECUTOR_FILE = "executor.json"
@@ -55,12 +58,15 @@ def run_task(batch_dir: Path, index: int) -> int:
     settings = batch.settings
     executor_id = slurm_task_id()
     head = f"[task {index}/{len(batch.run_ids)}] {run.label} ({run.run_id})"
+    syslibs.check(settings["runner"], [run.request["framework"]], run.request["era"],
+                  [blas_backends.requested(run.request)])  # this node's libraries, before anything is claimed
     claim = execute.claim_missing(run, batch.campaign_dir, False, head, batch.executor, executor_id)
     if isinstance(claim, str):
         return 0
     try:
         gpus = slurm_gpus() if run.request["device"] == "gpu" else ()
-        runner = runners.get(settings["runner"], run.request["device"], run.request["era"], gpus)
+        data_root = Path(settings["data_root"]) if settings.get("data_root") else None
+        runner = runners.get(settings["runner"], run.request["device"], run.request["era"], gpus, data_root)
         environment = runner.prepare(run.request["framework"])
         planned = run.request["environment"]["env_id"]
         if environment.env_id != planned:

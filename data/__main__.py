@@ -27,6 +27,7 @@ import json
 import sys
 from pathlib import Path
 
+from bench.atomic import name_the_path
 from bench.errors import UsageError, run_cli
 from bench.prepared import META_FILE, SOURCES
 from data import digests, synthetic
@@ -186,7 +187,15 @@ def run(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit status (2 for a usage error, 130 when interrupted)."""
     args = _parser().parse_args(argv)
-    return run_cli(run, args)
+    return run_cli(_run_in_root, args)
+
+
+def _run_in_root(args: argparse.Namespace) -> int:
+    try:
+        return run(args)
+    except OSError as exc:
+        name_the_path(exc, args.root)  # a full disk names no file: the data root is what filled up
+        raise
 
 
 if __name__ == "__main__":

@@ -6,7 +6,6 @@ interrupted process leaves either the old complete thing or a temporary, never h
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import tempfile
@@ -14,20 +13,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from bench.atomic import FILE_MODE
+from bench import hashing
+from bench.atomic import FILE_MODE, name_the_path
 
-CHUNK = 1 << 20
 # mkstemp/mkdtemp create owner-only entries; data must be readable by the containers' non-root user.
 FOLDER_MODE = 0o755
 
 
 def sha256_file(path: Path) -> str:
-    """Hex sha256 of a file's bytes, read in 1 MiB chunks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
+    """Hex sha256 of a file's bytes (bench/hashing.py: the entrypoint hashes the arrays it loads the same way)."""
+    return hashing.sha256_file(path)
 
 
 @contextmanager
@@ -39,14 +34,19 @@ def atomic_folder(target: Path) -> Iterator[Path]:
     """
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent))
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent))
+    except OSError as exc:
+        exc.filename = str(target.parent)  # the folder refused a new one (mkdtemp names a random one)
+        raise
     try:
         yield tmp
         os.chmod(tmp, FOLDER_MODE)
         for child in tmp.iterdir():
             os.chmod(child, FILE_MODE if child.is_file() else FOLDER_MODE)
-    except BaseException:
+    except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
+        name_the_path(exc, target)
         raise
     # A folder cannot be renamed over a non-empty one: move the old one aside first, then drop it.
     old = None

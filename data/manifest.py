@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.errors import UsageError
+from bench.names import RULE, is_plain
 
 MANIFEST_FILE = Path(__file__).with_name("manifest.toml")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -93,6 +94,8 @@ class Manifest:
 
 def _dataset(name: str, table: Any, origin: str) -> DatasetSpec:
     where = f"{origin}: dataset '{name}'"
+    if not is_plain(name):  # it becomes raw/<name>/ and prepared/<name>/
+        raise UsageError(f"{where} is not a plain name ({RULE})", "rename its table")
     if not isinstance(table, Mapping):
         raise UsageError(f"{where} is not a table", "write it as [datasets.<name>]")
     mirrors = [str(m) for m in table.get("mirrors", [])]
@@ -111,7 +114,7 @@ def _dataset(name: str, table: Any, origin: str) -> DatasetSpec:
 def _file(entry: Mapping[str, Any], mirrors: list[str], where: str) -> FileSpec:
     name = str(entry.get("name", ""))
     # The name becomes a path under raw/<dataset>/: refuse anything that could escape it.
-    if not name or "/" in name or "\\" in name or name in (".", ".."):
+    if not is_plain(name):
         raise UsageError(f"{where} has a file with a bad name {name!r}", "use the published file name")
     sha = str(entry.get("sha256", "")).lower()
     if not _SHA256.match(sha) and sha != FIRST_DOWNLOAD:

@@ -8,6 +8,11 @@ all: checks the raw files, skips when already up to date, writes the folder atom
 records sha256s and how each raw file was verified (meta.json "raw_files" and "raw_verification":
 the manifest's sha256, or the sha256 recorded on first download in data/digests.py's lock). Real and
 synthetic data go through the same code.
+
+"Up to date" means the bytes of arrays.npz still have the sha256 meta.json records (runs are
+planned on that digest and the entrypoint refuses other bytes); a folder whose arrays differ
+(truncated, replaced) is prepared again from the verified raw files. What is written is read back
+and checked before prepare returns. Hashing costs about 0.16 s per 306 MB (SVHN, the largest).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import json
 import re
 import sys
 import tarfile
+import zipfile
 import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -25,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from bench.errors import UsageError
-from bench.prepared import ARRAYS_FILE, FORMAT_VERSION, META_FILE, check_source
+from bench.prepared import ARRAYS_FILE, FORMAT_VERSION, META_FILE, arrays_problem, check_source
 from data import cifar, digests, manythings, ptb, svhn, text
 from data.formats import RawFormatError, read_idx
 from data.fsutil import atomic_folder, sha256_file
@@ -166,8 +172,10 @@ def prepare(
     For source "real" every raw file must match the manifest's sha256, or for a "first-download"
     file the sha256 recorded on its first download (in the lock beside ``raw``: data/digests.py).
     Skips the work when ``out`` already holds a complete folder made by the same code from the same
-    raw bytes, verified the same way.
-    Raises UsageError for missing, corrupt or malformed raw files.
+    raw bytes, verified the same way, whose arrays.npz still has the sha256 its meta.json records
+    (else it is prepared again, and one line says why).
+    Raises UsageError for missing, corrupt or malformed raw files, and for output that does not
+    read back as written (``out`` is then left as it was).
     """
     check_source(source)
     spec = as_manifest(manifest).get(dataset)
@@ -178,10 +186,13 @@ def prepare(
     raw, out = Path(raw), Path(out)
     redo = _redo_hint(dataset, source)
     raw_files, verification = _raw_sha256s(spec, raw, source, redo)
-    if not force and is_up_to_date(out, dataset, source, raw_files, preparer.version, verification):
+    recorded = None if force else _recorded(out, dataset, source, raw_files, preparer.version, verification)
+    problem = None if recorded is None else arrays_problem(out, recorded)
+    if recorded is not None and problem is None:
         _say(progress, f"{dataset}: {out} is up to date")
         return out
-    _say(progress, f"{dataset}: preparing {out} from {raw}")
+    _say(progress, f"{dataset}: {problem}; preparing it again from {raw}" if problem
+         else f"{dataset}: preparing {out} from {raw}")
     try:
         arrays, extra = preparer.func(raw)
     except RawFormatError as err:
@@ -201,27 +212,55 @@ def prepare(
             **extra,
         }
         (tmp / META_FILE).write_text(json.dumps(meta, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        _check_written(tmp, out, meta, redo)  # in the temporary folder: a failure leaves ``out`` as it was
     return out
 
 
-def is_up_to_date(out: Path, dataset: str, source: str, raw_files: dict[str, str], version: int,
-                  verification: dict[str, str] | None = None) -> bool:
-    """Whether ``out`` is a complete prepared folder made from these raw files by this code (and, when
-    ``verification`` is given, records that the raw files were verified that way)."""
+def _check_written(tmp: Path, out: Path, meta: dict[str, Any], redo: str) -> None:
+    """Read back what prepare wrote into ``tmp`` (to become ``out``): meta.json as written, arrays.npz
+    with the sha256 meta records and an .npz of its keys. A UsageError naming ``out`` and the fix otherwise."""
+    try:
+        got = sha256_file(tmp / ARRAYS_FILE)
+        if json.loads((tmp / META_FILE).read_text(encoding="utf-8")) != json.loads(json.dumps(meta)):
+            problem = f"{META_FILE} reads back differently"
+        elif got != meta["arrays_sha256"]:
+            problem = f"{ARRAYS_FILE} has sha256 {got}, not {meta['arrays_sha256']}"
+        else:
+            problem = _keys_problem(tmp / ARRAYS_FILE, meta["keys"])
+    except (OSError, ValueError) as err:
+        problem = f"it cannot be read back: {err}"
+    if problem:
+        raise UsageError(f"the new {out} did not read back as written ({problem})",
+                         f"check the disk holding {out.parent} (free space, errors), then {redo} again")
+
+
+def _keys_problem(path: Path, keys: list[str]) -> str | None:
+    """Why the .npz at ``path`` is not a whole archive of these arrays, or None."""
+    try:
+        with np.load(path) as npz:
+            found = sorted(npz.files)
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as err:
+        return f"{path.name} is not a readable .npz: {err}"
+    return None if found == keys else f"{path.name} holds {found}, not {keys}"
+
+
+def _recorded(out: Path, dataset: str, source: str, raw_files: dict[str, str], version: int,
+              verification: dict[str, str]) -> dict[str, Any] | None:
+    """``out``'s meta.json when it records a folder made from these raw files by this code, verified
+    this way, else None (whether its arrays are still those bytes is arrays_problem's question)."""
     try:
         meta = json.loads((Path(out) / META_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return False
+        return None
     expected = {
         "format_version": FORMAT_VERSION,
         "dataset": dataset,
         "source": source,
         "raw_files": raw_files,
         "prepare_version": version,
+        "raw_verification": verification,
     }
-    if verification is not None:
-        expected["raw_verification"] = verification
-    return (Path(out) / ARRAYS_FILE).is_file() and all(meta.get(k) == v for k, v in expected.items())
+    return meta if isinstance(meta, dict) and all(meta.get(k) == v for k, v in expected.items()) else None
 
 
 def _raw_sha256s(spec: DatasetSpec, raw: Path, source: str, redo: str) -> tuple[dict[str, str], dict[str, str]]:

@@ -35,6 +35,7 @@ from bench.errors import UsageError
 from data import cifar, manythings, ptb, svhn
 from data.digits import render_digits
 from data.formats import gzip_bytes, idx_bytes, tar_add
+from data.fsutil import sha256_file
 from data.paths import prepared_dir, raw_dir
 from data.prepare import IMDB_ARCHIVE, MNIST_FILES, prepare
 
@@ -261,8 +262,10 @@ def generate(
 ) -> Path:
     """Write the synthetic raw files of ``dataset`` into <root>/synthetic/raw/<dataset>/.
 
-    Skipped when the folder already holds files from the same generator version, sizes and seed
-    (recorded in synthetic.json, written last).
+    Skipped when the folder already holds the files the same generator version, sizes and seed wrote,
+    byte for byte (their sha256s are recorded in synthetic.json, written last): a deleted or damaged raw
+    file is written again, which is what prepare's advice for one ("delete it and run python -m data
+    synthetic") relies on.
     """
     check_dataset(dataset)
     n_train, n_test = sizes or DEFAULT_SIZES[dataset]
@@ -271,17 +274,27 @@ def generate(
     raw = raw_dir(root, dataset, "synthetic")
     stamp = {"generator_version": GENERATOR_VERSION, "dataset": dataset, "seed": seed,
              "n_train": n_train, "n_test": n_test}
-    try:
-        if json.loads((raw / STAMP_FILE).read_text()) == stamp:
-            return raw
-    except (OSError, ValueError):
-        pass
+    if _written_before(raw, stamp):
+        return raw
     (raw / STAMP_FILE).unlink(missing_ok=True)  # the files are about to change
     if progress:
         print(f"{dataset}: writing synthetic {n_train} train / {n_test} test to {raw}", file=sys.stderr)
-    GENERATORS[dataset](raw, n_train, n_test, seed)
+    written = GENERATORS[dataset](raw, n_train, n_test, seed)
+    stamp["files"] = {path.name: sha256_file(path) for path in written}
     write_bytes_atomic(raw / STAMP_FILE, (json.dumps(stamp, indent=1) + "\n").encode())
     return raw
+
+
+def _written_before(raw: Path, stamp: dict) -> bool:
+    """Whether ``raw`` holds every file the generator wrote for ``stamp``, unchanged (synthetic.json's sha256s)."""
+    try:
+        recorded = json.loads((raw / STAMP_FILE).read_text())
+    except (OSError, ValueError):
+        return False
+    files = recorded.pop("files", None) if isinstance(recorded, dict) else None
+    if recorded != stamp or not isinstance(files, dict) or not files:
+        return False
+    return all((raw / name).is_file() and sha256_file(raw / name) == digest for name, digest in files.items())
 
 
 def make_synthetic(

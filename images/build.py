@@ -11,6 +11,8 @@ context this module assembles:
     build-inputs/wheels/*.whl    optional local wheelhouse, only the files the lock names (empty when none),
                                  plus the files the lock takes from outside the index (images/external.py:
                                  torch 0.4.1, trusted on first use; their hash lines are added to the staged lock)
+                                 and from an index its sources.toml declares (images/sources.py: torch
+                                 2.13.0+cpu from PyTorch's CPU wheel index, fetched on the host)
     bench/                       the in-image payload: bench/ without other eras' framework modules
 
 The framework's Debian packages (images/frameworks.toml) are build arguments; the labels are set
@@ -32,8 +34,8 @@ default PIP_FIND_LINKS and --find-links folders in DLREPRO_PIP_ARGS), PIP_INDEX_
 PIP_EXTRA_INDEX_URL (passed to the install stage only), DLREPRO_BUILD_NETWORK (the build's
 network mode, default host: the build's pip then reaches what the host reaches), DLREPRO_DEBIAN_ARCHIVE
 (paper era: where apt finds Debian's retired releases; default derived inside the build from the base
-image's own apt source), and images/external.py's DLREPRO_TORCH_ARCHIVE, DLREPRO_LOCAL_LOCK and
-DLREPRO_EXTERNAL_CACHE.
+image's own apt source), images/external.py's DLREPRO_TORCH_ARCHIVE, DLREPRO_LOCAL_LOCK and
+DLREPRO_EXTERNAL_CACHE, and the index overrides sources.toml declares (DLREPRO_TORCH_CPU_INDEX).
 """
 
 from __future__ import annotations
@@ -41,7 +43,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import shlex
 import shutil
 import sys
 import tempfile
@@ -51,7 +52,9 @@ from pathlib import Path
 
 from bench.errors import UsageError
 from bench.frameworks import ERAS
-from images import envs, external
+from images import envs, external, sources
+from images.sources import env_paths, wheelhouses
+from images.sources import norm as _norm
 
 REPO = envs.REPO_ROOT
 IMAGES = envs.IMAGES_DIR
@@ -198,35 +201,15 @@ def labels(spec: ImageSpec, base: str | None, fetched: list[external.FetchedFile
 
 # --- build inputs -------------------------------------------------------------------------------
 
-def _paths(var: str) -> list[Path]:
-    return [Path(p) for p in os.environ.get(var, "").split(os.pathsep) if p]
-
-
 def ca_cert_files() -> list[Path]:
     """Extra CA certificates for the build's pip: $DLREPRO_CA_CERTS, else the host pip's bundle."""
     if "DLREPRO_CA_CERTS" in os.environ:
-        return [p for p in _paths("DLREPRO_CA_CERTS") if p.is_file()]
+        return [p for p in env_paths("DLREPRO_CA_CERTS") if p.is_file()]
     for var in ("PIP_CERT", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE"):
         path = Path(os.environ.get(var, ""))
         if os.environ.get(var) and path.is_file():
             return [path]
     return []
-
-
-def wheelhouses() -> list[Path]:
-    """Local wheel folders: $DLREPRO_WHEELHOUSE, else PIP_FIND_LINKS and --find-links in DLREPRO_PIP_ARGS."""
-    if "DLREPRO_WHEELHOUSE" in os.environ:
-        found = _paths("DLREPRO_WHEELHOUSE")
-    else:
-        found = [Path(p) for p in os.environ.get("PIP_FIND_LINKS", "").split()]
-        args = shlex.split(os.environ.get(envs.PIP_ARGS_VAR, ""))
-        found += [Path(args[i + 1]) for i, a in enumerate(args[:-1]) if a in ("--find-links", "-f")]
-        found += [Path(a.split("=", 1)[1]) for a in args if a.startswith("--find-links=")]
-    return [p for p in found if p.is_dir()]
-
-
-def _norm(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def locked_names(lock_text: str) -> set[str]:
@@ -250,9 +233,12 @@ def era_build_args(era: str) -> dict[str, str]:
     return {"DEBIAN_ARCHIVE": archive} if era == "paper" and archive else {}
 
 
-def stage_context(spec: ImageSpec, dest: Path, fetched: list[external.FetchedFile] = ()) -> dict[str, int]:
+def stage_context(spec: ImageSpec, dest: Path, fetched: list[external.FetchedFile] = (),
+                  indexed: list[Path] = ()) -> dict[str, int]:
     """Assemble the build context in dest; return how many certificates and wheels went in. `fetched`
-    (external.fetch_all of the lock) adds the files from outside the index with their hash lines."""
+    (external.fetch_all of the lock) adds the files from outside the index with their hash lines;
+    `indexed` (sources.fetch_all of the lock) the files it takes from a declared index, whose hashes
+    the lock already carries."""
     shutil.copy2(spec.dockerfile, dest / "Dockerfile")
     shutil.copy2(INSTALL_SCRIPT, dest / "install-lock.sh")
     (dest / "lock").mkdir()
@@ -266,14 +252,13 @@ def stage_context(spec: ImageSpec, dest: Path, fetched: list[external.FetchedFil
     wanted = set()
     for path in lock_files(spec).values():
         wanted |= locked_names(path.read_text())
-    n_wheels = 0
+    for whl in indexed:
+        external.link_or_copy(whl, wheels / whl.name)
+    n_wheels = len(indexed)
     for folder in wheelhouses():
         for whl in sorted(folder.glob("*.whl")):
             if _norm(whl.name.split("-", 1)[0]) in wanted and not (wheels / whl.name).exists():
-                try:
-                    os.link(whl, wheels / whl.name)  # no copy of a large wheel where a hard link will do
-                except OSError:
-                    shutil.copy2(whl, wheels / whl.name)
+                external.link_or_copy(whl, wheels / whl.name)
                 n_wheels += 1
     external.stage(list(fetched), dest / "lock", wheels)
     n_wheels += len(fetched)
@@ -409,13 +394,15 @@ def build(docker_client, spec: ImageSpec, base_ref: str | None = None, quiet: bo
         _say(f"image {image_tag} is built ({existing.id[:19]}), reused")
         return existing
     ensure_base(docker_client, base or dockerfile_base(spec), spec.era)
-    # Files from outside the index (torch 0.4.1): fetched on the host, trusted on first use.
+    # Files from outside the index (torch 0.4.1): fetched on the host, trusted on first use; files from a
+    # declared index (torch 2.13.0+cpu) fetched on the host too, where a loopback mirror answers.
     fetched = external.fetch_all(spec.lock.read_text())
+    indexed = sources.fetch_all(spec.lock)
     build_args = {**spec.packages(), **index_build_args(), **era_build_args(spec.era)}
     if base:
         build_args[BASE_IMAGE_VAR] = base
     with tempfile.TemporaryDirectory(prefix="dlrepro-build-") as ctx:
-        counts = stage_context(spec, Path(ctx), fetched)
+        counts = stage_context(spec, Path(ctx), fetched, indexed)
         _say(f"building {image_tag} ({counts['certs']} extra CA files, {counts['wheels']} wheelhouse files) ...")
         log: list[str] = []
         stream = docker_client.api.build(

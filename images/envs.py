@@ -9,9 +9,14 @@ An environment counts as built only when its ``.complete`` marker holds the lock
 marker is written last, so a build that was interrupted (Ctrl-C, full disk, lost network) is
 deleted and rebuilt on next use instead of being trusted half-installed.
 
+A lock's files come from the package index pip is set up with, except those a ``sources.toml``
+beside it takes from another index (images/sources.py: torch's CPU build from PyTorch's CPU wheel
+index): those are found or fetched on the host first and handed to pip with --find-links.
+
 Environment variables: DLREPRO_VENV_ROOT (where environments live; default <repo>/.venv),
 DLREPRO_PYTHON (the interpreter they are made from; default the running one, which must be the
-Python the lock was resolved for), DLREPRO_PIP_ARGS (extra pip install options).
+Python the lock was resolved for), DLREPRO_PIP_ARGS (extra pip install options), and the index
+overrides sources.toml declares (DLREPRO_TORCH_CPU_INDEX).
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.errors import UsageError, run_cli
+from bench.names import is_plain
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 IMAGES_DIR = REPO_ROOT / "images"
@@ -40,16 +46,14 @@ MARKER = ".complete"
 VENV_ROOT_VAR = "DLREPRO_VENV_ROOT"
 # The interpreter the environments are made from; the lock must have been resolved for its version.
 BASE_PYTHON_VAR = "DLREPRO_PYTHON"
-# Extra pip arguments for installing the locks, e.g. "--find-links DIR" or "--extra-index-url URL"
-# where a pinned file (torch's +cpu build) is not on the default index.
+# Extra pip arguments for installing the locks, e.g. "--find-links DIR", "--index-url URL" or
+# "--no-index" (where every file is in a local folder).
 PIP_ARGS_VAR = "DLREPRO_PIP_ARGS"
 # Optional files beside a lock whose packages include an sdist that is built at install time
 # (chainer): BUILD_LOCK_NAME, hash-locked build tools installed first, and PIP_ARGS_FILE, extra
 # pip options for the lock itself (e.g. --no-build-isolation, so the build uses those tools).
 BUILD_LOCK_NAME = "build-requirements.txt"
 PIP_ARGS_FILE = "pip-install-args"
-# Framework and era names become folder names; nothing else may sneak into a path.
-_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]*")
 
 
 @dataclass(frozen=True)
@@ -185,7 +189,8 @@ def _run_logged(cmd: list[str], log: Path, what: str) -> None:
         )
 
 
-def _build(env_dir: Path, lock: Path, sha: str, base_python: str, log: Path, check: bool = True) -> None:
+def _build(env_dir: Path, lock: Path, sha: str, base_python: str, log: Path, check: bool = True,
+           find_links: list[str] = ()) -> None:
     if env_dir.exists():
         _say(f"removing incomplete environment {env_dir.name} (an earlier build did not finish)")
         shutil.rmtree(env_dir)
@@ -203,7 +208,7 @@ def _build(env_dir: Path, lock: Path, sha: str, base_python: str, log: Path, che
         _run_logged([*pip, "-r", str(build_lock)], log, f"installing {_show(build_lock)}")
     args_file = lock.with_name(PIP_ARGS_FILE)
     extra = shlex.split(args_file.read_text(), comments=True) if args_file.is_file() else []
-    _run_logged([*pip, *extra, "-r", str(lock)], log, f"installing {_show(lock)}")
+    _run_logged([*pip, *find_links, *extra, "-r", str(lock)], log, f"installing {_show(lock)}")
     # The lock must satisfy its own dependency metadata; a broken lock fails here, not mid-run.
     if check:
         _run_logged([str(python), "-m", "pip", "check"], log, "checking the installed packages (pip check)")
@@ -216,7 +221,7 @@ def ensure_env(framework: str, era: str = "current") -> EnvInfo:
     Raises UsageError when the lock is missing or was made for another Python, and
     EnvBuildError (a UsageError) when installing fails; the build log names the cause.
     """
-    if not _NAME.fullmatch(framework) or not _NAME.fullmatch(era):
+    if not is_plain(framework) or not is_plain(era):  # they become folder names: nothing may climb out
         raise UsageError(f"bad environment name {framework!r}/{era!r}", "use names like 'keras'/'current'")
     lock, _ = _read_lock(framework, era)
     return ensure_lock_env(lock, f"{framework}-{era}")
@@ -243,10 +248,15 @@ def ensure_lock_env(lock: Path, label: str, check: bool = True) -> EnvInfo:
     with _build_lock(env_dir):
         if _is_complete(env_dir, sha):  # another process finished it while we waited
             return info
-        _say(f"creating environment {label} (first use, a few minutes)...")
         started = time.monotonic()
+        # Files the lock takes from a declared index are had first: a missing one is the only line said,
+        # and nothing is built. (images.sources imports this module, so it is imported here.)
+        from images import sources
+
+        find_links = sources.find_links_args(sources.fetch_all(lock))
+        _say(f"creating environment {label} (first use, a few minutes)...")
         log = env_dir.with_name(env_dir.name + ".log")
-        _build(env_dir, lock, sha, base_python, log, check)
+        _build(env_dir, lock, sha, base_python, log, check, find_links)
         _say(f"environment {name} ready in {time.monotonic() - started:.0f} s")
     return info
 

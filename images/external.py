@@ -124,7 +124,8 @@ def _record(pin: ExternalPin, sha256: str, url: str) -> None:
     atomic.write_text(local_lock_path(), "\n".join(lines))
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
+    """The sha256 of a file, read in chunks (wheels are hundreds of MB)."""
     digest = hashlib.sha256()
     with open(path, "rb") as fh:
         for chunk in iter(lambda: fh.read(_CHUNK), b""):
@@ -132,8 +133,9 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _download(url: str, dest_dir: Path) -> tuple[Path, str]:
-    """Stream url into a temporary file in dest_dir; (its path, its sha256)."""
+def stream(url: str, dest_dir: Path) -> tuple[Path, str]:
+    """Stream url into a temporary file in dest_dir; (its path, its sha256). Raises URLError or OSError,
+    leaving nothing behind."""
     dest_dir.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256()
     fd, tmp = tempfile.mkstemp(prefix=".fetch-", suffix=".partial", dir=dest_dir)
@@ -142,13 +144,21 @@ def _download(url: str, dest_dir: Path) -> tuple[Path, str]:
             for chunk in iter(lambda: resp.read(_CHUNK), b""):
                 digest.update(chunk)
                 out.write(chunk)
-    except (urllib.error.URLError, OSError) as exc:
+    except BaseException:
         os.unlink(tmp)
+        raise
+    return Path(tmp), digest.hexdigest()
+
+
+def _download(url: str, dest_dir: Path) -> tuple[Path, str]:
+    """stream(), an unreachable archive reported in one line."""
+    try:
+        return stream(url, dest_dir)
+    except (urllib.error.URLError, OSError) as exc:
         reason = getattr(exc, "reason", None) or exc
         raise UsageError(f"cannot fetch {url} ({reason})",
                          f"check the network or proxy, or set {ARCHIVE_VAR} to a mirror of PyTorch's wheel "
                          "archive") from None
-    return Path(tmp), digest.hexdigest()
 
 
 def fetch(pin: ExternalPin) -> FetchedFile:
@@ -156,7 +166,7 @@ def fetch(pin: ExternalPin) -> FetchedFile:
     known = recorded().get(pin.path, {}).get("sha256")
     if known:
         cached = cache_dir() / known / pin.filename
-        if cached.is_file() and _sha256(cached) == known:
+        if cached.is_file() and file_sha256(cached) == known:
             return FetchedFile(pin, cached, known)
     url = pin.url()
     tmp, sha = _download(url, cache_dir())
@@ -193,7 +203,12 @@ def stage(files: list[FetchedFile], lock_dir: Path, wheel_dir: Path) -> None:
         target = wheel_dir / f.pin.filename
         if target.exists():
             target.unlink()  # a wheelhouse copy of the same name may be another build (cpu vs cu92)
-        try:
-            os.link(f.path, target)
-        except OSError:
-            shutil.copy2(f.path, target)
+        link_or_copy(f.path, target)
+
+
+def link_or_copy(src: Path, dst: Path) -> None:
+    """Put src at dst: a hard link where one will do (no copy of a large wheel), else a copy."""
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)

@@ -8,6 +8,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from bench import request
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -18,10 +20,13 @@ def maps_lines(pid: int) -> list[str]:
 
 
 def run_watched(python: Path, req: Path, out: Path, env: dict[str, str] | None = None,
-                timeout: float = 900) -> set[str]:
-    """Run `python -m bench run` on a request into `out` (it must exit 0) and return every file its
-    /proc/<pid>/maps showed while it ran, sampled every 50 ms."""
-    proc = subprocess.Popen([str(python), "-m", "bench", "run", "--request", str(req), "--out", str(out)],
+                timeout: float = 900, data_root: Path | None = None) -> set[str]:
+    """Run `python -m bench run` on a request into `out` (it must exit 0; its data.path resolved under
+    `data_root`, by default the entrypoint's) and return every file its /proc/<pid>/maps showed while it ran,
+    sampled every 50 ms."""
+    data = request.data_folder(request.read(req)["data"], data_root) if data_root is not None else None
+    proc = subprocess.Popen([str(python), "-m", "bench", "run", "--request", str(req), "--out", str(out),
+                             *(["--data", str(data)] if data is not None else [])],
                             cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})},
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     seen: set[str] = set()

@@ -15,11 +15,16 @@ from campaign.study import Experiment
 REPO = Path(__file__).resolve().parents[1]
 
 
+def data_root(tmp_path: Path) -> Path:
+    """The data root sweep_requests prepares its data under (the requests' data.path is relative to it)."""
+    return tmp_path / "data"
+
+
 def sweep_requests(tmp_path: Path, framework: str, workload: str, axis: str, values: list[str],
                    dataset: str = "mnist") -> dict[str, Path]:
-    """{value: request.json} of smoke runs of `workload` on synthetic `dataset`, one thread, one per value of
-    `axis`, planned as a CPU experiment sweeping the axis over `values` is."""
-    data = tmp_path / "data"
+    """{value: request.json} of smoke runs of `workload` on synthetic `dataset` (under data_root(tmp_path)), one
+    thread, one per value of `axis`, planned as a CPU experiment sweeping the axis over `values` is."""
+    data = data_root(tmp_path)
     if not (data / "prepared" / f"{dataset}-synthetic").exists():  # a small set: smoke runs read a few hundred rows
         subprocess.run([sys.executable, "-m", "data", "synthetic", "--root", str(data), "--datasets", dataset,
                         "--size", f"{dataset}=1024:256"], cwd=REPO, check=True)

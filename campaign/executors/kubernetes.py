@@ -9,8 +9,13 @@ A batch (`<campaign_dir>/batches/<batch>/`: runs.txt, requests/<run_id>.json) be
   a Job-wide backoffLimit 0 would instead kill the runs in flight at the first failure). The image
   is named by digest; the pod runs as the image's user 10001, non-root, without privilege
   escalation, every capability dropped, seccomp RuntimeDefault, a read-only root filesystem with
-  an emptyDir at /tmp (HOME: frameworks write caches there), no service account token. The data
-  claim is mounted read-only at /data (its root is the host's data root), the results claim's
+  an emptyDir at /tmp (HOME: frameworks write caches there; as large as the docker runner's tmpfs),
+  no service account token, the pod's pause process as PID 1 (shareProcessNamespace: it reaps
+  orphans, as docker's init does) and the memory limit its requests record (environment.limits, the
+  docker runner's: MEMORY, else the planning host's memory less its reserve, which a smaller node
+  cannot schedule: set MEMORY for the cluster). A pod spec has no pids limit (the node's kubelet sets
+  podPidsLimit): the campaign plans these runs with pids null. The data claim is mounted read-only at
+  /data (its root is the host's data root; a request's data.path is relative to it), the results claim's
   campaign folder at /campaign (the claim's root is the host's results root, the parent of
   campaign folders). A GPU run's pod asks for one `nvidia.com/gpu` per rank.
 
@@ -43,6 +48,7 @@ from bench.errors import UsageError
 from campaign import claims
 from campaign.execute import DEFAULT_TIMEOUT_S
 from campaign.plan import PlannedRun
+from campaign.runners import TMP_BYTES, request_limits
 
 KUBERNETES_VERSION = "1.33"  # the API schema the manifests are validated against (bundled by kubernetes-validate)
 MANIFEST_FILE = "kubernetes.yaml"
@@ -184,6 +190,30 @@ def _under(path: Path, root: Path, what: str, setting: str) -> str:
     return str(relative)
 
 
+def data_subpath(data: dict, data_root: Path) -> str:
+    """A request's data folder relative to the data claim's root: its data.path (relative to the data root;
+    one of an older request, absolute, must lie under `data_root`); '.' for data generated in the run (the
+    root stands in, unread)."""
+    path = data["path"]
+    if not path:
+        return "."
+    if Path(path).is_absolute():
+        return _under(Path(path), data_root, "dataset", "data root")
+    if not _SHELL_SAFE.fullmatch(path):
+        raise UsageError(f"dataset path {path!r} has characters a pod path cannot take",
+                         "use letters, digits, '.', '_' and '-' in folder names")
+    return path
+
+
+def memory_limit(runs: list[PlannedRun]) -> int | None:
+    """The memory limit (bytes) the runs' requests record, one for all of them (None: none recorded)."""
+    found = {(limits.memory_bytes if limits else None) for limits in map(request_limits, (r.request for r in runs))}
+    if len(found) != 1:
+        raise UsageError(f"the {runs[0].request['framework']} runs of one batch record several memory limits "
+                         f"({sorted(found, key=str)})", "plan the batch again with one MEMORY")
+    return found.pop()
+
+
 def image_of(runs: list[PlannedRun]) -> str:
     """The one image (`<repository>@sha256:<digest>`) a framework's runs name, or a UsageError."""
     refs = {run.request["environment"].get("image_digest") for run in runs}
@@ -223,9 +253,7 @@ def job(runs: list[PlannedRun], campaign_subpath: str, batch: str, settings: Kub
     for run in runs:
         if not _SHELL_SAFE.fullmatch(run.run_id) or "/" in run.run_id:
             raise UsageError(f"run id {run.run_id!r} cannot name a file", "plan the campaign again")
-        # Data generated in the run have no folder (path ""): the data root itself stands in, unread.
-        data = run.request["data"]["path"] or settings.data_root
-        lines.append(f"{run.run_id} {_under(data, settings.data_root, 'dataset', 'data root')}")
+        lines.append(f"{run.run_id} {data_subpath(run.request['data'], settings.data_root)}")
     gpus = runs[0].gpus
     if any(run.gpus != gpus for run in runs):
         raise UsageError(f"the {framework} runs of one Indexed Job need different GPU counts",
@@ -252,17 +280,22 @@ def job(runs: list[PlannedRun], campaign_subpath: str, batch: str, settings: Kub
                          {"name": "results", "mountPath": CAMPAIGN_MOUNT, "subPath": campaign_subpath},
                          {"name": "tmp", "mountPath": "/tmp"}],
     }
-    if gpu:
-        container["resources"] = {"limits": {"nvidia.com/gpu": str(gpus)}}  # one per rank of a data-parallel run
+    limits = {"nvidia.com/gpu": str(gpus)} if gpu else {}  # one per rank of a data-parallel run
+    memory = memory_limit(runs)
+    if memory is not None:
+        limits["memory"] = str(memory)
+    if limits:
+        container["resources"] = {"limits": limits}
     pod = {
         "restartPolicy": "Never", "automountServiceAccountToken": False, "enableServiceLinks": False,
+        "shareProcessNamespace": True,
         "securityContext": {"runAsNonRoot": True, "runAsUser": IMAGE_UID, "runAsGroup": IMAGE_UID,
                             "fsGroup": IMAGE_UID, "fsGroupChangePolicy": "OnRootMismatch",
                             "seccompProfile": {"type": "RuntimeDefault"}},
         "containers": [container],
         "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": settings.data_claim, "readOnly": True}},
                     {"name": "results", "persistentVolumeClaim": {"claimName": settings.results_claim}},
-                    {"name": "tmp", "emptyDir": {}}],
+                    {"name": "tmp", "emptyDir": {"sizeLimit": str(TMP_BYTES)}}],
     }
     if settings.timeout_s is not None:
         pod["activeDeadlineSeconds"] = math.ceil(settings.timeout_s) + STARTUP_ALLOWANCE_S

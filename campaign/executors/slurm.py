@@ -55,6 +55,7 @@ class SlurmSettings:
     gpus_per_task: int = 0
     cpus_per_task: int | None = None
     extra: tuple[str, ...] = field(default_factory=tuple)
+    data_root: str = ""  # where the tasks' runners find the requests' data (relative data.path); "": the default
 
     def time_limit(self) -> str:
         """--time for one task: the run's limit plus setup, in whole minutes."""
@@ -250,7 +251,8 @@ def run_campaign(runs: list[PlannedRun], campaign_dir: Path, settings: SlurmSett
                  retry_failed: bool = False) -> dict[str, int]:
     """Collect, submit what is missing as job arrays (one per GPU count: settings.gpus_per_task is
     set per array), and (wait) follow them to the end.
-    Counts: ok, failed, skipped (done earlier), queued (still in Slurm when returning)."""
+    Counts: ok, failed (and each failed run's cause: execute.tally), skipped (done earlier), queued (still in
+    Slurm when returning)."""
     check_commands()
     campaign_dir.mkdir(parents=True, exist_ok=True)
     waiting = collect(campaign_dir)
@@ -285,6 +287,8 @@ def run_campaign(runs: list[PlannedRun], campaign_dir: Path, settings: SlurmSett
         final = campaign_dir / run.run_id / schema.RUN_FILE
         if run.run_id in waiting or not final.exists():
             continue
-        status = schema.read_run(final.parent)["status"]
-        counts[status if run.run_id in submitted else "skipped"] += 1
+        if run.run_id in submitted:
+            execute.tally(counts, schema.read_run(final.parent))  # its status, and a failed run's cause
+        else:
+            counts["skipped"] += 1
     return counts

@@ -5,13 +5,21 @@ A runner prepares a framework's environment once per campaign (returning its ide
 sha256 for a virtual environment, the image id and digest for a container, the installed packages'
 sha256 for the Python environment the campaign runs on) and launches single runs, each writing
 into its own run folder.
+
+A request names its data relative to the data root (bench.request.data_folder); each runner resolves it
+under the data root it was given (the docker runner mounts that folder, the others pass it as --data),
+so no host path is in an artifact. A container runner bounds each run (Limits: read-only root
+filesystem, memory, pids, an init process), and every runner records the bounds it applies in the
+request's environment.limits, which run.json carries (null: not applied).
 """
 
 from __future__ import annotations
 
+import os
+import re
 import sys
 import threading
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO, Protocol
 
@@ -19,6 +27,87 @@ from bench.errors import UsageError
 from bench.gpu import GPU_INDEX_VAR, GPU_NAME_VAR, GPU_UUID_VAR
 from bench.request import REQUEST_FILE, RUNNERS
 from campaign.requests import Environment
+
+# Host memory a container's default limit leaves to everything else (the engine, the campaign, the desktop):
+# a tenth of it, at least 1 GiB, so that a runaway run is killed in its container, never the campaign.
+MEMORY_RESERVE_FRACTION, MEMORY_RESERVE_MIN = 0.1, 1 << 30
+MEMORY_MIN = 256 << 20  # below this not even a framework's import fits: a typo, refused
+# pids.max counts threads too: a framework's pools (intra-op, inter-op, BLAS/OpenMP: one thread per core each,
+# several processes for data-parallel ranks and loader workers) reach a few hundred on a large machine. 4096,
+# or 32 per core where there are more than 128 cores, is ample for those and still stops a fork bomb.
+PIDS_DEFAULT, PIDS_PER_CORE, PIDS_MIN = 4096, 32, 64
+# A read-only container's writable /tmp (HOME, TMPDIR): caches and compiled kernels (Keras, Theano, matplotlib,
+# PyTorch) take far less; in docker a tmpfs, whose pages count against the memory limit.
+TMP_BYTES = 1 << 30
+_SIZE = re.compile(r"(\d+)\s*([kmgt]?)(?:i?b)?", re.IGNORECASE)
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The bounds a runner puts on each run's process (the request's environment.limits, bench/request.py):
+    memory in bytes (no swap beyond it) and processes/threads at once, None where not applied; whether the
+    root filesystem is read-only and an init process runs as PID 1."""
+
+    memory_bytes: int | None = None
+    pids: int | None = None
+    read_only_root: bool = False
+    init: bool = False
+
+    def record(self) -> dict:
+        """The request's environment.limits."""
+        return asdict(self)
+
+
+NOT_APPLIED = Limits()  # the local and system runners: the run is an ordinary process of this machine
+
+
+def host_memory_bytes() -> int:
+    """This machine's physical memory."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def default_memory_bytes(total: int | None = None) -> int:
+    """A container's memory limit by default: the host's memory less its reserve (MEMORY_RESERVE_*)."""
+    total = host_memory_bytes() if total is None else total
+    return max(MEMORY_MIN, total - max(MEMORY_RESERVE_MIN, int(total * MEMORY_RESERVE_FRACTION)))
+
+
+def default_pids(cores: int | None = None) -> int:
+    """A container's pids limit by default (PIDS_DEFAULT, more on a machine of many cores)."""
+    return max(PIDS_DEFAULT, PIDS_PER_CORE * ((os.cpu_count() or 1) if cores is None else cores))
+
+
+def memory_bytes(text: str) -> int:
+    """MEMORY=16g (bytes, or k, m, g, t suffixed, binary as docker reads them) in bytes, or a UsageError."""
+    found = _SIZE.fullmatch(text.strip())
+    value = int(found.group(1)) * _UNITS[found.group(2).lower()] if found else 0
+    if value < MEMORY_MIN:
+        raise UsageError(f"MEMORY={text} is not a memory size of at least 256m",
+                         "set e.g. MEMORY=16g (each container run's memory limit), or leave it unset for "
+                         "the host's memory less a tenth")
+    return value
+
+
+def pids_count(text: str) -> int:
+    """PIDS=4096 as a number, or a UsageError."""
+    if not text.strip().isdigit() or int(text) < PIDS_MIN:
+        raise UsageError(f"PIDS={text} is not a whole number of at least {PIDS_MIN}",
+                         f"set e.g. PIDS={PIDS_DEFAULT} (processes and threads per container run), or leave it unset")
+    return int(text)
+
+
+def container_limits(memory: str = "", pids: str = "") -> Limits:
+    """What a container runner applies: MEMORY and PIDS when given (checked), else the host's defaults; a
+    read-only root filesystem and an init process always."""
+    return Limits(memory_bytes(memory) if memory else default_memory_bytes(),
+                  pids_count(pids) if pids else default_pids(), read_only_root=True, init=True)
+
+
+def request_limits(request: dict) -> Limits | None:
+    """The Limits a planned request records (None for a request from before they were recorded)."""
+    limits = request["environment"].get("limits")
+    return None if limits is None else Limits(**limits)
 
 
 def entrypoint_args(run_dir: Path, data_dir: Path | None = None) -> list[str]:
@@ -142,26 +231,36 @@ def echo_prefix(gpus: tuple[GpuSlot, ...]) -> str:
     return f"    [GPU {','.join(str(g.index) for g in gpus)}] " if gpus else "    "
 
 
-def get(name: str, device: str = "cpu", era: str = "current", gpus: tuple[GpuSlot, ...] = ()) -> Runner:
+def get(name: str, device: str = "cpu", era: str = "current", gpus: tuple[GpuSlot, ...] = (),
+        data_root: Path | None = None, limits: Limits | None = None) -> Runner:
     """The runner called `name` ('auto': docker where an engine answers, else local, saying which);
-    `gpus`, the GPUs a GPU campaign uses, are what the docker and local runners' pre-flight checks."""
-    if name == "auto":
+    `gpus`, the GPUs a GPU campaign uses, are what the docker and local runners' pre-flight checks;
+    `data_root` is where requests' data paths are resolved (default: bench.request.data_folder's);
+    `limits`, the docker runner's bounds on each run (default: container_limits())."""
+    if check_name(name) == "auto":
         name, why = choose_auto()
         print(f"runner: {name} ({why})", flush=True)
     if name == "local":
         from campaign.runners.local import LocalRunner
 
-        return LocalRunner(era=era, device=device, gpus=gpus)
+        return LocalRunner(era=era, device=device, gpus=gpus, data_root=data_root)
     if name == "docker":
         from campaign.runners.docker import DockerRunner
 
-        return DockerRunner(device=device, era=era, gpus=gpus)
+        return DockerRunner(device=device, era=era, gpus=gpus, data_root=data_root, limits=limits)
     if name == "charliecloud":
         from campaign.runners.charliecloud import CharliecloudRunner
 
-        return CharliecloudRunner(device=device, era=era)
+        return CharliecloudRunner(device=device, era=era, data_root=data_root)
     if name == "system":
         from campaign.runners.system import SystemRunner
 
-        return SystemRunner(device=device, era=era)
-    raise UsageError(f"unknown runner '{name}'", f"choose from: {', '.join(RUNNERS)} (RUNNER=...)")
+        return SystemRunner(device=device, era=era, data_root=data_root)
+    raise AssertionError(f"runner '{name}' is in RUNNERS but get() makes none")
+
+
+def check_name(name: str) -> str:
+    """Return a runner name RUNNER may give (one of RUNNERS, or 'auto'), else the one-line UsageError."""
+    if name != "auto" and name not in RUNNERS:
+        raise UsageError(f"unknown runner '{name}'", f"choose from: {', '.join(RUNNERS)} (RUNNER=...)")
+    return name

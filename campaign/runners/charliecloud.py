@@ -10,7 +10,10 @@ Converting needs Docker once (on any machine; copy the folder over); running nee
 
 A run is locked down as in the docker runner: the image's non-root user (10001), no network (a
 network namespace of its own: unshare --net), the dataset read-only (a read-only bind mount made
-in a mount namespace of its own) and only the run folder writable. The namespaces need root or
+in a mount namespace of its own) and only the run folder writable: ch-run mounts the image read-only
+and gives the run a private tmpfs at /tmp (--private-tmp). It sets no memory or pids limit and runs no
+init process (environment.limits says so: null, false); a cluster's scheduler bounds the task instead.
+environment.container.reference is the image's folder name under CH_IMAGES (no host path). The namespaces need root or
 unprivileged user namespaces; ch-run itself needs user namespaces. GPU runs would need the host's
 NVIDIA libraries injected into the image (ch-fromhost --nvidia): not supported yet, refused at
 prepare time.
@@ -28,8 +31,9 @@ from pathlib import Path
 
 from bench import atomic
 from bench.errors import UsageError
+from bench.request import data_folder
 from campaign.requests import Environment
-from campaign.runners import GpuSlot, Outcome, entrypoint_args
+from campaign.runners import GpuSlot, Limits, Outcome, entrypoint_args
 from campaign.runners.local import abort_all, launch_process
 from images import build as images
 
@@ -38,6 +42,7 @@ RECORD = "dlrepro-image.json"
 DATA_MOUNT, OUT_MOUNT = Path("/mnt/0"), Path("/mnt/1")  # ch-run binds onto directories the image has
 IMAGE_UID = 10001
 PYTHON = "/opt/venv/bin/python"
+LIMITS = Limits(read_only_root=True)  # what ch-run applies (see above)
 
 
 def images_root() -> Path:
@@ -120,10 +125,11 @@ def ensure_image(spec: images.ImageSpec, target: Path) -> dict:
     return record
 
 
-def ch_command(image_dir: Path, request: dict, run_dir: Path) -> list[str]:
-    """The command line of one run: namespaces for no network and read-only data, then ch-run as
-    the image's non-root user on the request in the run folder."""
-    data = request["data"]["path"]  # "" for data generated in the run: nothing to bind
+def ch_command(image_dir: Path, request: dict, run_dir: Path, data_root: Path | None = None) -> list[str]:
+    """The command line of one run: namespaces for no network and read-only data (the request's data
+    folder under `data_root`), then ch-run as the image's non-root user on the request in the run folder."""
+    folder = data_folder(request["data"], data_root)
+    data = str(folder) if folder is not None else ""  # "" for data generated in the run: nothing to bind
     binds = ["-b", f"{data}:{DATA_MOUNT}"] if data else []
     ch_run = ["ch-run", "--set-env", "--set-env=HOME=/tmp", "--set-env=PYTHONUNBUFFERED=1", "--private-tmp",
               "-u", str(IMAGE_UID), "-g", str(IMAGE_UID), *binds, "-b", f"{run_dir}:{OUT_MOUNT}",
@@ -140,8 +146,8 @@ class CharliecloudRunner:
 
     name = "charliecloud"
 
-    def __init__(self, device: str = "cpu", era: str = "current") -> None:
-        self.device, self.era = device, era
+    def __init__(self, device: str = "cpu", era: str = "current", data_root: Path | None = None) -> None:
+        self.device, self.era, self.data_root = device, era, data_root
         self._dirs: dict[str, Path] = {}
 
     def prepare(self, framework: str) -> Environment:
@@ -158,8 +164,9 @@ class CharliecloudRunner:
         target.parent.mkdir(parents=True, exist_ok=True)
         record = ensure_image(spec, target)
         self._dirs[framework] = target
-        container = {"wrapper": self.name, "reference": str(target), "sha256": record["sha256"]}
-        return Environment(record["docker_image_id"], record["image_digest"], container=container)
+        container = {"wrapper": self.name, "reference": target.name, "sha256": record["sha256"]}
+        return Environment(record["docker_image_id"], record["image_digest"], container=container,
+                           limits=LIMITS.record())
 
     def abort(self) -> None:
         """Kill every run in flight (the campaign was stopped)."""
@@ -172,4 +179,5 @@ class CharliecloudRunner:
         if framework not in self._dirs:
             raise UsageError(f"no Charliecloud image prepared for {framework}", "call prepare() before launch()")
         env = {**os.environ, "USER": os.environ.get("USER") or "dlrepro"}
-        return launch_process(ch_command(self._dirs[framework], request, run_dir), run_dir, timeout_s, env)
+        return launch_process(ch_command(self._dirs[framework], request, run_dir, self.data_root), run_dir,
+                              timeout_s, env)

@@ -10,6 +10,12 @@ one GPU the campaign gave it (a GpuSlot): an NVIDIA device request for that devi
 else its index) with the `compute` capability (the CUDA driver library) and `utility` (NVML, for
 the monitor inside, which finds it by the UUID passed in DLREPRO_GPU_UUID: inside the container
 NVML numbers the granted GPU 0).
+
+Bounded as well (the request's environment.limits, which the runner's prepare put there: Limits): a
+read-only root filesystem with a size-bounded tmpfs at /tmp (HOME and TMPDIR: Keras, Theano,
+matplotlib and PyTorch write caches and compiled kernels there, so it allows exec), a memory limit with
+no swap beyond it (a run over it is killed in its container: oom, not a slowed host), a pids limit, and
+docker's init as PID 1 (reaps the orphans of data-loader workers, passes the stop signal on).
 """
 
 from __future__ import annotations
@@ -19,16 +25,28 @@ import sys
 import threading
 from pathlib import Path
 
+from bench import request as run_request
 from bench import schema
 from bench.errors import UsageError
 from campaign import preflight
 from campaign.requests import Environment
-from campaign.runners import GpuSlot, Outcome, echo_prefix, entrypoint_args, gpus_env
+from campaign.runners import (
+    TMP_BYTES,
+    GpuSlot,
+    Limits,
+    Outcome,
+    container_limits,
+    echo_prefix,
+    entrypoint_args,
+    gpus_env,
+    request_limits,
+)
 from images import build as images
 
 DATA_MOUNT = Path("/data")
 OUT_MOUNT = Path("/out")
 IMAGE_UID = 10001  # the image's own non-root user (see images/<era>.Dockerfile)
+TMPFS = {"/tmp": f"rw,exec,nosuid,nodev,size={TMP_BYTES},mode=1777"}  # exec: Theano loads what it compiles
 
 
 def container_user() -> tuple[int, int]:
@@ -37,24 +55,30 @@ def container_user() -> tuple[int, int]:
     return (uid, gid) if uid != 0 else (IMAGE_UID, IMAGE_UID)
 
 
-def container_config(request: dict, run_dir: Path, user: tuple[int, int], gpus: tuple[GpuSlot, ...] = ()) -> dict:
+def container_config(request: dict, run_dir: Path, user: tuple[int, int], gpus: tuple[GpuSlot, ...] = (),
+                     data_root: Path | None = None) -> dict:
     """Keyword arguments of docker's containers.create for one run (also what the tests inspect): a
-    GPU run asks for exactly `gpus` by id (none: every GPU, for a run outside a campaign)."""
+    GPU run asks for exactly `gpus` by id (none: every GPU, for a run outside a campaign); the request's
+    data folder under `data_root` (bench.request.data_folder) mounted; bounded by the request's limits
+    (those of a request from before they were recorded: container_limits())."""
     from docker.types import DeviceRequest
 
+    data = run_request.data_folder(request["data"], data_root)  # None: generated in the run, no folder
+    limits = request_limits(request) or container_limits()
     config = {
         "image": request["environment"]["env_id"],
-        "command": entrypoint_args(OUT_MOUNT, DATA_MOUNT if request["data"]["path"] else None),
+        "command": entrypoint_args(OUT_MOUNT, DATA_MOUNT if data is not None else None),
         "user": f"{user[0]}:{user[1]}", "network_mode": "none",
         "volumes": {str(run_dir): {"bind": str(OUT_MOUNT), "mode": "rw"}},
         # Any uid must find a writable home (Keras, Theano and matplotlib write caches there).
-        "environment": {"HOME": "/tmp", "PYTHONUNBUFFERED": "1"},
+        "environment": {"HOME": "/tmp", "TMPDIR": "/tmp", "PYTHONUNBUFFERED": "1"},
         "labels": {"org.dlrepro.run-id": request["run_id"], "org.dlrepro.campaign": request["campaign"]},
         "detach": True, "stdin_open": False, "tty": False,
         "security_opt": ["no-new-privileges"], "cap_drop": ["ALL"],
+        **bounds(limits),
     }
-    if request["data"]["path"]:  # data generated in the run (path "") have no folder to mount
-        config["volumes"][request["data"]["path"]] = {"bind": str(DATA_MOUNT), "mode": "ro"}
+    if data is not None:
+        config["volumes"][str(data)] = {"bind": str(DATA_MOUNT), "mode": "ro"}
     if request["device"] == "gpu":
         capabilities = [["gpu", "compute", "utility"]]
         if not gpus:
@@ -63,6 +87,18 @@ def container_config(request: dict, run_dir: Path, user: tuple[int, int], gpus: 
             config["device_requests"] = [DeviceRequest(device_ids=[g.uuid or str(g.index) for g in gpus],
                                                        capabilities=capabilities)]
             config["environment"].update(gpus_env(gpus))
+    return config
+
+
+def bounds(limits: Limits) -> dict:
+    """containers.create's arguments for `limits` (those not applied left out)."""
+    config: dict = {"read_only": limits.read_only_root, "init": limits.init}
+    if limits.read_only_root:
+        config["tmpfs"] = dict(TMPFS)
+    if limits.memory_bytes is not None:  # swap limit = memory limit: no swap beyond it
+        config.update(mem_limit=limits.memory_bytes, memswap_limit=limits.memory_bytes)
+    if limits.pids is not None:
+        config["pids_limit"] = limits.pids
     return config
 
 
@@ -129,22 +165,24 @@ class DockerRunner:
     name = "docker"
 
     def __init__(self, device: str = "cpu", era: str = "current", docker_client=None,
-                 gpus: tuple[GpuSlot, ...] = ()) -> None:
+                 gpus: tuple[GpuSlot, ...] = (), data_root: Path | None = None, limits: Limits | None = None) -> None:
         self.device, self.era, self.gpus = device, era, tuple(gpus)
+        self.data_root, self.limits = data_root, limits or container_limits()
         self.client = docker_client or images.client()
         self._images: dict[str, object] = {}
         self._running: set = set()  # containers in flight, for abort()
         self._lock = threading.Lock()
 
     def prepare(self, framework: str) -> Environment:
-        """Build (first use) or reuse the image; for GPU campaigns run the pre-flight; return its id and digest."""
+        """Build (first use) or reuse the image; for GPU campaigns run the pre-flight; return its id and digest,
+        and the bounds its runs get."""
         spec = images.ImageSpec(framework, self.era, "gpu" if self.device == "gpu" else "cpu")
         image = images.build(self.client, spec, os.environ.get(images.BASE_IMAGE_VAR) or None)
         if self.device == "gpu":
             preflight.check(host_gpu(self.client, self.gpus), _cuda_of(image), f"image {images.tag(spec, None)}",
                             preflight.gpu_build(framework, self.era))
         self._images[framework] = image
-        return Environment(image.id, images.digest(image))
+        return Environment(image.id, images.digest(image), limits=self.limits.record())
 
     def abort(self) -> None:
         """Kill every container this runner has in flight (the campaign was stopped)."""
@@ -161,7 +199,7 @@ class DockerRunner:
             raise UsageError(f"no image prepared for {request['framework']}", "call prepare() before launch()")
         user = container_user()
         _lend(run_dir, user)
-        container = self.client.containers.create(**container_config(request, run_dir, user, gpus))
+        container = self.client.containers.create(**container_config(request, run_dir, user, gpus, self.data_root))
         with self._lock:
             self._running.add(container)
         log = None

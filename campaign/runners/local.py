@@ -3,7 +3,10 @@
 
 A GPU run sees exactly the one GPU the campaign gave it: CUDA_VISIBLE_DEVICES=<its NVML index>, with
 CUDA_DEVICE_ORDER=PCI_BUS_ID so that CUDA numbers GPUs as NVML does (CUDA's default order puts the
-fastest first)."""
+fastest first).
+
+A run is an ordinary process of this machine: no bounds are applied (environment.limits all null), and
+its data folder (the request's data.path under the runner's data root) is passed as --data."""
 
 from __future__ import annotations
 
@@ -14,10 +17,11 @@ import subprocess
 import threading
 from pathlib import Path
 
+from bench import request as run_request
 from bench import schema
 from campaign import preflight
 from campaign.requests import Environment
-from campaign.runners import GpuSlot, Outcome, echo_prefix, entrypoint_args, gpus_env, tee_log
+from campaign.runners import NOT_APPLIED, GpuSlot, Outcome, echo_prefix, entrypoint_args, gpus_env, tee_log
 from images import envs
 
 REPO = Path(__file__).resolve().parents[2]
@@ -67,8 +71,9 @@ class LocalRunner:
 
     name = "local"
 
-    def __init__(self, era: str = "current", device: str = "cpu", gpus: tuple[GpuSlot, ...] = ()) -> None:
-        self.era, self.device, self.gpus = era, device, tuple(gpus)
+    def __init__(self, era: str = "current", device: str = "cpu", gpus: tuple[GpuSlot, ...] = (),
+                 data_root: Path | None = None) -> None:
+        self.era, self.device, self.gpus, self.data_root = era, device, tuple(gpus), data_root
         self._python: dict[str, Path] = {}
 
     def prepare(self, framework: str) -> Environment:
@@ -81,7 +86,7 @@ class LocalRunner:
                                 f"{framework}'s {self.era}-era GPU build", build)
         env = envs.ensure_env(framework, self.era)
         self._python[framework] = env.python
-        return Environment(env.lock_sha256)
+        return Environment(env.lock_sha256, limits=NOT_APPLIED.record())
 
     def abort(self) -> None:
         """Kill every run in flight (the campaign was stopped)."""
@@ -94,15 +99,17 @@ class LocalRunner:
         framework = request["framework"]
         python = self._python.get(framework) or envs.ensure_env(framework, self.era).python
         # Only the payload on the path: an outer PYTHONPATH must not leak into a locked environment.
-        return launch_entrypoint(python, run_dir, timeout_s, pythonpath=str(REPO), gpus=gpus)
+        return launch_entrypoint(python, run_dir, timeout_s, pythonpath=str(REPO), gpus=gpus,
+                                 data_dir=run_request.data_folder(request["data"], self.data_root))
 
 
 def launch_entrypoint(python: Path | str, run_dir: Path, timeout_s: float | None, pythonpath: str,
-                      gpus: tuple[GpuSlot, ...] = ()) -> Outcome:
-    """Run `python -m bench run` on run_dir's request (the local and system runners' launch): see
-    launch_process."""
+                      gpus: tuple[GpuSlot, ...] = (), data_dir: Path | None = None) -> Outcome:
+    """Run `python -m bench run` on run_dir's request with its data at `data_dir` (none: data generated in
+    the run) (the local and system runners' launch): see launch_process."""
     env = {**os.environ, "PYTHONPATH": pythonpath, "PYTHONUNBUFFERED": "1", **gpu_env(gpus)}
-    return launch_process([str(python), "-m", "bench", *entrypoint_args(run_dir)], run_dir, timeout_s, env, gpus)
+    return launch_process([str(python), "-m", "bench", *entrypoint_args(run_dir, data_dir)], run_dir, timeout_s,
+                          env, gpus)
 
 
 def launch_process(argv: list[str], run_dir: Path, timeout_s: float | None, env: dict[str, str],

@@ -24,9 +24,9 @@ import sys
 from pathlib import Path
 
 from bench.errors import UsageError
-from bench.request import PACKAGES_SOURCES
+from bench.request import PACKAGES_SOURCES, data_folder
 from campaign.requests import Environment
-from campaign.runners import GpuSlot, Outcome
+from campaign.runners import NOT_APPLIED, GpuSlot, Outcome
 from campaign.runners.local import REPO, abort_all, launch_entrypoint
 
 PIP_FREEZE, METADATA = PACKAGES_SOURCES
@@ -135,12 +135,18 @@ def installed_packages(python: str, distributions: list[str] | None) -> tuple[li
     return distributions, METADATA
 
 
+def without_home(path: str) -> str:
+    """`path` with the user's home folder written '~' (an artifact names no user)."""
+    home = os.path.expanduser("~").rstrip("/")
+    return "~" + path[len(home):] if home and (path == home or path.startswith(home + "/")) else path
+
+
 def system_block(found: dict, packages: list[str], source: str) -> dict:
     """The request's environment.system from a probe's findings and the package list."""
     versions = dict(found["versions"])
     versions.pop("python", None)
     return {
-        "python": found["python"], "executable": found["executable"],
+        "python": found["python"], "executable": without_home(found["executable"]),
         "packages_sha256": packages_sha256(found["python"], packages), "packages_source": source,
         "frameworks": versions, "framework_package": found["package"], "cuda": versions.get("cuda"),
     }
@@ -151,8 +157,9 @@ class SystemRunner:
 
     name = "system"
 
-    def __init__(self, device: str = "cpu", era: str = "current", python: str | Path | None = None) -> None:
-        self.device, self.era = device, era
+    def __init__(self, device: str = "cpu", era: str = "current", python: str | Path | None = None,
+                 data_root: Path | None = None) -> None:
+        self.device, self.era, self.data_root = device, era, data_root
         self.python = str(python or sys.executable)
         self._packages: tuple[list[str], str] | None = None
 
@@ -170,13 +177,14 @@ class SystemRunner:
                              "but this is a GPU campaign",
                              "use a Python with a CUDA build of it (PYTHON=...), or the cpu-* target")
         print(f"  {label(system)}", flush=True)
-        return Environment(system["packages_sha256"], system=system)
+        return Environment(system["packages_sha256"], system=system, limits=NOT_APPLIED.record())
 
     def launch(self, request: dict, run_dir: Path, timeout_s: float | None,
                gpus: tuple[GpuSlot, ...] = ()) -> Outcome:
         """Start the entrypoint in its own process group (seeing only `gpus` when given); kill the
         whole group on timeout."""
-        return launch_entrypoint(self.python, run_dir, timeout_s, pythonpath=payload_path(), gpus=gpus)
+        return launch_entrypoint(self.python, run_dir, timeout_s, pythonpath=payload_path(), gpus=gpus,
+                                 data_dir=data_folder(request["data"], self.data_root))
 
     def abort(self) -> None:
         """Kill every run in flight (the campaign was stopped)."""

@@ -27,8 +27,8 @@ from analysis.contention import (
 from analysis.document import render_markdown
 from analysis.sections.contention import contention_section
 from analysis.stats import format_number
+from bench import prepared, schema
 from bench import request as run_request
-from bench import schema
 from campaign import specs
 from tests.analysis.reading import read_csv, report_context
 from tests.campaign.scriptrunner import prepared_mnist
@@ -133,7 +133,8 @@ def _run(campaign: Path, data: Path, python: Path, repeat: int) -> Path:
     spec["training"]["epochs"] = EPOCHS
     req = run_request.make(
         framework="pytorch", era="current", workload="cnn-mnist", profile="smoke", spec=spec,
-        data={"dataset": "mnist", "source": "synthetic", "arrays_sha256": "abc", "path": str(data),
+        data={"dataset": "mnist", "source": "synthetic", "arrays_sha256": prepared.read_meta(data)["arrays_sha256"],
+              "path": str(data),
               "train_indices": None, "test_indices": None},
         device="cpu", threads=1, seed=repeat, repeat=repeat, campaign=campaign.name, runner="local",
         env_id="test-env")

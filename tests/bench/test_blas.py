@@ -53,9 +53,12 @@ CHILD = textwrap.dedent("""
 """)
 
 
-def _child_maps(*args: str, threads: int = 1) -> tuple:
-    """(bench.blas's record, the file of each mapping in its /proc/<pid>/maps) of a child running CHILD."""
+def _child_maps(*args: str, threads: int = 1, coretype: str | None = None) -> tuple:
+    """(bench.blas's record, the file of each mapping in its /proc/<pid>/maps) of a child running CHILD
+    (OPENBLAS_CORETYPE=`coretype` where given: the kernel a DYNAMIC_ARCH OpenBLAS is told to use)."""
     env = {**os.environ, "PYTHONPATH": str(REPO), "OPENBLAS_NUM_THREADS": str(threads)}
+    if coretype is not None:
+        env["OPENBLAS_CORETYPE"] = coretype
     proc = subprocess.Popen([sys.executable, "-c", CHILD, *args], cwd=REPO, env=env, text=True,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
@@ -71,10 +74,28 @@ def _child_maps(*args: str, threads: int = 1) -> tuple:
     return json.loads(line), mapped
 
 
-def _child_record(*args: str, threads: int = 1) -> tuple:
+def _child_record(*args: str, threads: int = 1, coretype: str | None = None) -> tuple:
     """(bench.blas's record, the set of files its /proc/<pid>/maps held) of a child running CHILD with `args`."""
-    record, lines = _child_maps(*args, threads=threads)
+    record, lines = _child_maps(*args, threads=threads, coretype=coretype)
     return record, set(lines)
+
+
+# OpenBLAS's x86-64 kernels that use AVX-512 (driver/others/dynamic.c): a DYNAMIC_ARCH build picks one
+# only on a CPU whose flags include avx512f.
+AVX512_KERNELS = {"skylakex", "cooperlake", "sapphirerapids"}
+
+
+def _cpu_flags() -> set:
+    """This CPU's feature flags, as the kernel lists them."""
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("flags"):
+            return set(line.split(":", 1)[1].split())
+    return set()
+
+
+def _dynamic_arch(numpy_blas: dict) -> bool:
+    """Whether NumPy's OpenBLAS picks its kernel at load time (from the CPU or OPENBLAS_CORETYPE)."""
+    return "DYNAMIC_ARCH" in numpy_blas["openblas configuration"].split()
 
 
 def _debian_openblas() -> str:
@@ -98,8 +119,25 @@ def test_a_process_records_the_blas_numpy_loaded_as_numpy_and_the_kernel_see_it(
     assert entry["api"] == "openblas" and "numpy.libs" in path
     numpy_blas = np.__config__.CONFIG["Build Dependencies"]["blas"]  # NumPy's own account of its build
     assert entry["version"] == numpy_blas["version"]
-    assert entry["architecture"] and entry["architecture"] in numpy_blas["openblas configuration"]
+    kernel = entry["architecture"]
+    if not _dynamic_arch(numpy_blas):  # one kernel, fixed at build time: the configuration names it
+        assert kernel and kernel in numpy_blas["openblas configuration"]
+    elif os.environ.get("OPENBLAS_CORETYPE"):  # told which kernel to use
+        assert kernel.lower() == os.environ["OPENBLAS_CORETYPE"].lower()
+    else:
+        # Chosen from this CPU at load time; the configuration names only the build's default target
+        # (e.g. Haswell), which an AVX-512 CPU does not run.
+        assert kernel and (kernel.lower() not in AVX512_KERNELS or "avx512f" in _cpu_flags()), kernel
     assert entry["num_threads"] == 1 and entry["threading_layer"] in ("pthreads", "openmp", "sequential")
+
+
+def test_the_kernel_recorded_is_the_one_openblas_chose_in_that_process():
+    # Sandybridge's kernels need AVX alone, which every x86-64 CPU NumPy's wheels run on has: told to
+    # use them, the process's OpenBLAS reports them, whatever this machine's CPU would have chosen.
+    if not _dynamic_arch(np.__config__.CONFIG["Build Dependencies"]["blas"]) or "avx" not in _cpu_flags():
+        pytest.skip("NumPy's OpenBLAS has one kernel fixed at build time (no DYNAMIC_ARCH), or no AVX here")
+    record, _ = _child_record(coretype="Sandybridge")
+    assert [lib["architecture"] for lib in record if lib["kind"] == "blas"] == ["Sandybridge"]
 
 
 def test_the_number_of_threads_is_read_from_the_library_not_the_request():

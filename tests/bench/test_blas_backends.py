@@ -22,7 +22,7 @@ from bench.errors import UsageError
 from images import envs
 from tests.procmaps import run_watched
 from tests.runrecord import minimal_request
-from tests.sweepruns import sweep_requests
+from tests.sweepruns import data_root, sweep_requests
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -116,10 +116,11 @@ def test_every_framework_that_can_switch_can_reach_each_of_its_values():
 
 
 # -- real runs (slow) ------------------------------------------------------------------------------
-def _run(python: Path, req: Path, out: Path) -> tuple[dict, set[str]]:
-    """Run `python -m bench run` on a request: its validated run.json, and every file the kernel showed
-    mapped into its process while it ran (tests/procmaps.py)."""
-    mapped = run_watched(python, req, out, timeout=600)
+def _run(python: Path, req: Path, tmp_path: Path, value: str) -> tuple[dict, set[str]]:
+    """Run `python -m bench run` on a request of sweep_requests(tmp_path, ...) into tmp_path/value: its validated
+    run.json, and every file the kernel showed mapped into its process while it ran (tests/procmaps.py)."""
+    out = tmp_path / value
+    mapped = run_watched(python, req, out, timeout=600, data_root=data_root(tmp_path))
     record = schema.read_run(out)
     assert record["status"] == "ok", record["failure"]
     return record, mapped
@@ -137,7 +138,7 @@ def test_theano_runs_at_openblas_and_reference_load_the_blas_each_asked_for(tmp_
         pytest.skip("Debian's reference BLAS is not installed (apt-get install libblas-dev)")
     reqs = sweep_requests(tmp_path, "theano", "wu-theano-lenet", "blas", ["openblas", "reference"])
     python = envs.ensure_env("theano").python
-    runs = {value: _run(python, req, tmp_path / value) for value, req in reqs.items()}
+    runs = {value: _run(python, req, tmp_path, value) for value, req in reqs.items()}
     records = {value: record for value, (record, _) in runs.items()}
     for value, (record, mapped) in runs.items():  # what each run recorded, its process had mapped
         recorded = {lib["filepath"] for lib in record["environment"]["libraries"] if lib["kind"] == "blas"}
@@ -161,7 +162,7 @@ def test_theano_runs_at_openblas_and_reference_load_the_blas_each_asked_for(tmp_
 def test_tensorflow_runs_at_eigen_and_onednn_record_the_switch_each_asked_for(tmp_path):
     reqs = sweep_requests(tmp_path, "tensorflow", "wu-tf-mnist", "blas", ["eigen", "onednn"])
     python = envs.ensure_env("tensorflow").python
-    records = {value: _run(python, req, tmp_path / value)[0] for value, req in reqs.items()}
+    records = {value: _run(python, req, tmp_path, value)[0] for value, req in reqs.items()}
     assert all(lib["kind"] in blas.KINDS for r in records.values() for lib in r["environment"]["libraries"])
     settings = {v: r["environment"]["library_settings"] for v, r in records.items()}
     # TensorFlow's cuDNN autotuning variable is recorded too, unset outside a cudnn_autotune sweep.

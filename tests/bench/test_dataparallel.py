@@ -132,13 +132,14 @@ def _planned(data_root: Path, ranks: int) -> dict:
                             environment=requests.Environment("cd" * 32), sweep={"ranks": ranks})
 
 
-def _run(req: dict, folder: Path) -> subprocess.CompletedProcess:
+def _run(req: dict, folder: Path, data_root: Path) -> subprocess.CompletedProcess:
     from bench import request
     from images import envs
 
     request.write(folder, req)
     return subprocess.run([str(envs.ensure_env("pytorch").python), "-m", "bench", "run", "--request",
-                           str(folder / request.REQUEST_FILE), "--out", str(folder)], cwd=REPO, timeout=120,
+                           str(folder / request.REQUEST_FILE), "--out", str(folder), "--data",
+                           str(request.data_folder(req["data"], data_root))], cwd=REPO, timeout=120,
                           capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
 
 
@@ -151,7 +152,7 @@ def test_two_gloo_ranks_train_lenet_to_the_same_parameters(tmp_path):
                    cwd=REPO, check=True)
     req = _planned(data, 2)
     folder = tmp_path / req["run_id"]
-    proc = _run(req, folder)
+    proc = _run(req, folder, data)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     run = schema.read_run(folder)
     assert run["status"] == "ok" and run["config"]["sweep"] == {"ranks": 2}
@@ -171,7 +172,7 @@ def test_two_gloo_ranks_train_lenet_to_the_same_parameters(tmp_path):
     assert results["test_accuracy"] is not None and "Data-parallel" in timing["definition"]
     # The same request at one rank trains as every run does: no ranks, no per-rank files.
     one = _planned(data, 1)
-    proc = _run(one, tmp_path / one["run_id"])
+    proc = _run(one, tmp_path / one["run_id"], data)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     single = schema.read_run(tmp_path / one["run_id"])
     assert not (tmp_path / one["run_id"] / dataparallel.RANKS_DIR).exists()

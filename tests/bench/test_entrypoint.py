@@ -1,5 +1,6 @@
 """The entrypoint: one run request in, one run folder out; any run can be run again from its folder."""
 
+import hashlib
 import json
 import os
 import subprocess
@@ -16,9 +17,9 @@ from images import envs
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _bench(python: Path, *args: str) -> subprocess.CompletedProcess:
+def _bench(python: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([str(python), "-m", "bench", *args], cwd=REPO, capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=900)
+                          env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})}, timeout=900)
 
 
 def test_a_bad_request_is_one_line_and_exit_2(tmp_path):
@@ -62,7 +63,7 @@ def test_a_run_given_several_gpus_lists_them_all_and_rank_0s_stands_first():
 def test_a_run_re_executed_from_its_own_request_is_the_same_run(tmp_path):
     subprocess.run([sys.executable, "-m", "data", "synthetic", "--root", str(tmp_path / "data"), "--datasets",
                     "mnist"], cwd=REPO, check=True)
-    runner = LocalRunner()
+    runner = LocalRunner(data_root=tmp_path / "data")
     matrix = plan.Matrix(("pytorch",), ("cnn-mnist",), "cpu", "smoke", 1, "synthetic")
     cdir = tmp_path / "results" / "again"
     runs = plan.plan(matrix, runner, "again", cdir, tmp_path / "data", threads=1)
@@ -71,7 +72,9 @@ def test_a_run_re_executed_from_its_own_request_is_the_same_run(tmp_path):
     first = schema.read_run(folder)
 
     python = envs.ensure_env("pytorch").python
-    proc = _bench(python, "run", "--request", str(folder / request.REQUEST_FILE), "--out", str(tmp_path / "rerun"))
+    # The request names its data relative to the data root; this one is not ./data, so the rerun is told it.
+    proc = _bench(python, "run", "--request", str(folder / request.REQUEST_FILE), "--out", str(tmp_path / "rerun"),
+                  env={request.DATA_ROOT_VAR: str(tmp_path / "data")})
     assert proc.returncode == 0, proc.stderr[-2000:]
     second = schema.read_run(tmp_path / "rerun")
     assert second["status"] == "ok", second["failure"]
@@ -97,3 +100,57 @@ def test_the_command_line_reads_the_request_before_numpy_loads():
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
+
+
+def _replaced_labels(tmp_path: Path) -> tuple[dict, Path]:
+    """A smoke request planned on a small synthetic MNIST whose arrays.npz was then replaced by a valid one with
+    every label 0 (meta.json untouched): the request and the prepared folder."""
+    import numpy as np
+
+    from campaign import requests, specs
+    from data import synthetic
+    from data.npz import write_npz
+    from tests.data.fixtures import MNIST_SIZES
+
+    folder = synthetic.make_synthetic("mnist", tmp_path / "data", sizes=MNIST_SIZES, progress=False)
+    req = requests.resolve(framework="pytorch", era="current", workload="cnn-mnist", profile="smoke",
+                           spec=specs.load("cnn-mnist", "smoke"), device="cpu", threads=1, seed=0, repeat=1,
+                           dataset=requests.find_dataset(tmp_path / "data", "mnist", "synthetic"), campaign="t",
+                           runner="local", environment=requests.Environment("cd" * 32), monitor=False)
+    with np.load(folder / "arrays.npz") as npz:
+        arrays = {key: np.zeros_like(npz[key]) if key.startswith("y_") else npz[key] for key in npz.files}
+    write_npz(folder / "arrays.npz", arrays)
+    return req, folder
+
+
+def test_the_entrypoint_refuses_arrays_other_than_the_planned_ones_in_one_line(tmp_path):
+    """A replaced but valid arrays.npz (all labels 0) is refused before a framework sees it, and the record names
+    the sha256 of the bytes found, not the planned one."""
+    from bench import entrypoint, prepared
+    from bench.errors import UsageError
+
+    req, folder = _replaced_labels(tmp_path)
+    found = hashlib.sha256((folder / "arrays.npz").read_bytes()).hexdigest()
+    record = schema.run_record(req)
+    with pytest.raises(UsageError) as refused:
+        entrypoint.train(req, folder, tmp_path / "out", record)
+    assert str(refused.value) == (
+        f"{Path(req['data']['path']) / 'arrays.npz'} has sha256 {found}, the run was planned for "
+        f"{req['data']['arrays_sha256']}; prepare it again: run 'python -m data synthetic --datasets mnist' "
+        "(make demo does it)")
+    assert isinstance(refused.value, prepared.ArraysDiffer) and "framework_build" not in record["environment"]
+    assert record["dataset"]["sha256"] == found != req["data"]["arrays_sha256"]
+
+
+def test_run_json_names_the_sha256_of_the_arrays_the_run_read(tmp_path):
+    """Through the command line, as a container runs it (--data: the folder mounted elsewhere): run.json's
+    dataset.sha256 is the digest of the bytes read, and the run is not ok."""
+    req, folder = _replaced_labels(tmp_path)
+    request.write(tmp_path / "run", req)
+    proc = _bench(Path(sys.executable), "run", "--request", str(tmp_path / "run" / request.REQUEST_FILE), "--out",
+                  str(tmp_path / "run"), "--data", str(folder))
+    run = schema.read_run(tmp_path / "run")
+    assert proc.returncode != 0 and run["status"] == "failed"
+    found = hashlib.sha256((folder / "arrays.npz").read_bytes()).hexdigest()
+    assert run["dataset"]["sha256"] == found != req["data"]["arrays_sha256"]
+    assert f"has sha256 {run['dataset']['sha256']}, the run was planned for" in run["failure"]["message"]

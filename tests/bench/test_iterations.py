@@ -203,7 +203,8 @@ def test_the_entrypoint_times_iterations_in_each_framework(tmp_path):
         folder = cdir / req["run_id"]
         request.write(folder, req)
         proc = subprocess.run([str(envs.ensure_env(framework).python), "-m", "bench", "run", "--request",
-                               str(folder / request.REQUEST_FILE), "--out", str(folder)], cwd=repo, timeout=300,
+                               str(folder / request.REQUEST_FILE), "--out", str(folder), "--data",
+                               str(request.data_folder(req["data"], tmp_path / "data"))], cwd=repo, timeout=300,
                               capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(repo)})
         assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
         return folder, proc.stdout

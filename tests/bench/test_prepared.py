@@ -1,6 +1,10 @@
-"""bench/prepared.py: binding a workload's prepared arrays to the roles a framework module reads."""
+"""bench/prepared.py: binding a workload's prepared arrays to the roles a framework module reads; reading only
+the arrays a run was planned for (their bytes' sha256), and one line for arrays that are not."""
 
 from __future__ import annotations
+
+import hashlib
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -9,6 +13,9 @@ from bench import prepared
 from bench.errors import UsageError
 from bench.frameworks import common
 from campaign import specs
+from data import synthetic
+from data.npz import write_npz
+from tests.data.fixtures import MNIST_SIZES
 
 
 def _prepared(**arrays: np.ndarray) -> prepared.PreparedData:
@@ -34,3 +41,74 @@ def test_bind_roles_names_a_missing_array_and_the_fix():
         prepared.bind_roles(_prepared(x=np.ones((2, 2)), y=np.ones(2)), {"x": "src"})
     with pytest.raises(UsageError, match="unknown roles"):
         prepared.bind_roles(_prepared(x=np.ones((2, 2)), y=np.ones(2)), {"labels": "y"})
+
+
+# ---------------------------------------------------------------- the arrays a run reads are the planned ones
+
+SYNTHETIC_FIX = "prepare it again: run 'python -m data synthetic --datasets mnist' (make demo does it)"
+
+
+@pytest.fixture
+def mnist(tmp_path: Path) -> Path:
+    """A small synthetic MNIST prepared under tmp_path/data (its real prepare code, its real format)."""
+    return synthetic.make_synthetic("mnist", tmp_path / "data", sizes=MNIST_SIZES, progress=False)
+
+
+def sha256_file(path: Path) -> str:
+    """The sha256 of a file's bytes, computed here rather than by the code under test."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _planned(folder: Path) -> dict:
+    """The data block a run request planned on `folder` names (campaign/requests.py)."""
+    meta = prepared.read_meta(folder)
+    return {"dataset": meta["dataset"], "source": meta["source"], "arrays_sha256": meta["arrays_sha256"],
+            "path": str(folder)}
+
+
+def _all_labels_zero(folder: Path) -> None:
+    """Replace arrays.npz by a valid one whose labels are all 0, leaving meta.json as it was."""
+    with np.load(folder / prepared.ARRAYS_FILE) as npz:
+        arrays = {key: np.zeros_like(npz[key]) if key.startswith("y_") else npz[key] for key in npz.files}
+    write_npz(folder / prepared.ARRAYS_FILE, arrays)
+
+
+def test_load_returns_the_sha256_of_the_bytes_it_read(mnist):
+    data = prepared.load(mnist, planned=_planned(mnist))
+    assert data.sha256 == sha256_file(mnist / prepared.ARRAYS_FILE) == data.meta["arrays_sha256"]
+
+
+def test_replaced_but_valid_arrays_are_refused_before_they_are_parsed(mnist):
+    planned = _planned(mnist)
+    _all_labels_zero(mnist)
+    found = sha256_file(mnist / prepared.ARRAYS_FILE)
+    with pytest.raises(prepared.ArraysDiffer) as refused:
+        prepared.load(mnist, planned=planned)
+    assert str(refused.value) == (f"{mnist}/arrays.npz has sha256 {found}, the run was planned for "
+                                  f"{planned['arrays_sha256']}; {SYNTHETIC_FIX}")
+    assert refused.value.sha256 == found and isinstance(refused.value, UsageError)
+
+
+def test_arrays_prepared_again_after_planning_ask_for_a_new_plan_not_a_new_prepare(mnist):
+    planned = dict(_planned(mnist), arrays_sha256="0" * 64, path="prepared/mnist-synthetic")
+    with pytest.raises(UsageError) as refused:
+        prepared.load(mnist, planned=planned)
+    assert str(refused.value) == (
+        f"prepared/mnist-synthetic/arrays.npz has sha256 {prepared.read_meta(mnist)['arrays_sha256']}, the run was "
+        f"planned for {'0' * 64}; the folder was prepared again since the run was planned: run the campaign "
+        "again to plan its runs for these arrays")
+
+
+def test_truncated_arrays_are_one_line_whether_planned_or_not(mnist):
+    planned = _planned(mnist)
+    path = mnist / prepared.ARRAYS_FILE
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    with pytest.raises(UsageError) as refused:
+        prepared.load(mnist, planned=planned)
+    assert str(refused.value) == (f"{path} has sha256 {sha256_file(path)}, the run was planned for "
+                                  f"{planned['arrays_sha256']}; {SYNTHETIC_FIX}")
+    unreadable = f"{path} is not a readable .npz (BadZipFile: File is not a zip file); {SYNTHETIC_FIX}"
+    for read in (prepared.load, prepared.split_sizes):
+        with pytest.raises(UsageError) as refused:
+            read(mnist)
+        assert str(refused.value) == unreadable

@@ -221,3 +221,18 @@ def test_malformed_loaded_libraries_are_refused(tmp_path, libraries, settings, m
         record["environment"]["library_settings"] = settings
     with pytest.raises(schema.SchemaError, match=message):
         schema.write_run(tmp_path, record)
+
+
+def test_setup_failures_are_a_kind_of_their_own_validated_on_write_and_read(tmp_path):
+    for cause in ("missing-library", "bad-data", "invalid-setting", "cancelled"):
+        run = schema.finish(minimal_run(), {"cause": cause, "message": "the fix is named here"})
+        schema.write_run(tmp_path, run)
+        assert schema.failure_kind(schema.read_run(tmp_path)["failure"]) == schema.SETUP
+    # Records written before the taxonomy (a crash, a timeout) read as they were: results.
+    old = schema.finish(minimal_run(), {"cause": "timeout", "message": "the run exceeded its time limit"})
+    (tmp_path / schema.RUN_FILE).write_text(json.dumps(old))
+    assert schema.failure_kind(schema.read_run(tmp_path)["failure"]) == schema.RESULT
+    with pytest.raises(schema.SchemaError, match=r"a failed run needs failure.cause in \('nan', 'oom', 'timeout', "
+                                                 r"'crash', 'killed', 'cancelled', 'missing-library', 'bad-data', "
+                                                 r"'invalid-setting'\)"):
+        schema.write_run(tmp_path, schema.finish(minimal_run(), {"cause": "setup", "message": ""}))

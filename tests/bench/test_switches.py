@@ -13,7 +13,7 @@ from bench import schema, switches
 from bench.errors import UsageError
 from images import envs
 from tests.procmaps import run_watched
-from tests.sweepruns import sweep_requests
+from tests.sweepruns import data_root, sweep_requests
 
 AUTOTUNE, RNN, LAYOUT = switches.AUTOTUNE, switches.RNN_KERNEL, switches.LAYOUT
 
@@ -91,7 +91,7 @@ def _records(tmp_path: Path, framework: str, workload: str, axis: str, values: l
     python = envs.ensure_env(framework).python
     records = {}
     for value, req in reqs.items():
-        run_watched(python, req, tmp_path / value, timeout=600)
+        run_watched(python, req, tmp_path / value, timeout=600, data_root=data_root(tmp_path))
         records[value] = schema.read_run(tmp_path / value)
         assert records[value]["status"] == "ok", records[value]["failure"]
     return records

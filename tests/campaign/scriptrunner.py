@@ -4,6 +4,7 @@ The campaign logic (plan, execute) sees a runner through its contract only (camp
 prepare() an environment, launch() a request into its run folder (given GPUs or not), abort().
 """
 
+import json
 import os
 import signal
 import subprocess
@@ -13,7 +14,7 @@ import time
 
 import numpy as np
 
-from bench import atomic, schema
+from bench import atomic, hashing, schema
 from campaign import plan
 from campaign.requests import Environment
 from campaign.runners import Outcome
@@ -90,13 +91,15 @@ class ScriptRunner:
 
 
 def prepared_mnist(data_root) -> None:
-    """A small prepared MNIST in the real format (arrays.npz + meta.json) under data_root."""
+    """A small prepared MNIST in the real format (arrays.npz + meta.json, which records the arrays' sha256:
+    planning and the entrypoint check it) under data_root."""
     folder = data_root / "prepared" / "mnist"
     folder.mkdir(parents=True)
     arrays = {f"{k}_{split}": np.zeros((n, 28, 28, 1) if k == "x" else n, np.uint8 if k == "x" else np.int64)
               for split, n in SIZES.items() for k in ("x", "y")}
     np.savez(folder / "arrays.npz", **arrays)
-    atomic.write_text(folder / "meta.json", '{"format_version": 1, "dataset": "mnist", "arrays_sha256": "abc"}')
+    meta = {"format_version": 1, "dataset": "mnist", "arrays_sha256": hashing.sha256_file(folder / "arrays.npz")}
+    atomic.write_text(folder / "meta.json", json.dumps(meta))
 
 
 def planned(tmp_path, runner, repeats=2, device="cpu") -> list:

@@ -37,7 +37,10 @@ def converted(tmp_path, monkeypatch):
 def test_an_unchanged_image_is_prepared_with_its_recorded_identity(converted):
     target, record = converted
     env = ch.CharliecloudRunner().prepare("pytorch")
-    assert env.container == {"wrapper": "charliecloud", "reference": str(target), "sha256": record["sha256"]}
+    # The image's folder name under CH_IMAGES: no host path (a home folder's user name) in the artifacts.
+    assert env.container == {"wrapper": "charliecloud", "reference": target.name, "sha256": record["sha256"]}
+    # ch-run mounts the image read-only with a private /tmp, and bounds nothing else: run.json says so.
+    assert env.limits == {"memory_bytes": None, "pids": None, "read_only_root": True, "init": False}
 
 
 @pytest.mark.parametrize("tamper", [

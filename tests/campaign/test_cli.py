@@ -1,5 +1,7 @@
 """Bad input through the Makefile: one line naming the problem and the fix, non-zero exit."""
 
+import os
+import re
 import subprocess
 import sys
 import time
@@ -9,6 +11,7 @@ import pytest
 
 from bench.frameworks import known_frameworks
 from campaign.specs import known_workloads
+from tests.mountspace import MountSpace, digests
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -35,6 +38,8 @@ def error_lines(proc: subprocess.CompletedProcess) -> list[str]:
     (["RUNNER=slurm"], "error: unknown runner 'slurm'; choose from: local, docker, system, charliecloud (RUNNER=...)"),
     (["EXECUTOR=pbs"], "error: unknown executor 'pbs'; choose from: local, slurm, kubernetes (EXECUTOR=...)"),
     (["EXECUTOR=slurm", "WAIT=later"], "error: WAIT must be yes or no, got 'later'; set WAIT=yes or WAIT=no"),
+    (["RETRY_FAILED=maybe"],
+     "error: RETRY_FAILED must be yes or no, got 'maybe'; set RETRY_FAILED=yes or RETRY_FAILED=no"),
     (["EXECUTOR=kubernetes", "RUNNER=local"],
      "error: EXECUTOR=kubernetes runs the kit images, not the local runner's environments; use RUNNER=docker, "
      "with the images pushed (make push REGISTRY=...)"),
@@ -102,3 +107,97 @@ def test_check_gpu_passes_a_cpu_experiment_at_once(target):
     proc = subprocess.run([sys.executable, "-m", "campaign", "check-gpu", target], cwd=REPO, capture_output=True,
                           text=True, timeout=60)
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
+
+
+PLAIN_RULE = "letters, digits, '.', '_' and '-', starting with a letter or digit, no '..'"
+
+
+def tree(*folders: Path) -> dict[str, list[str]]:
+    """The names in each folder (what a refused command must leave as it was)."""
+    return {str(f): sorted(p.name for p in f.iterdir()) if f.is_dir() else [] for f in folders}
+
+
+@pytest.mark.parametrize("name", ["..", "../clitest-sibling", "/tmp/clitest-absolute", ".hidden", "a/b"])
+def test_a_campaign_name_that_is_not_a_plain_name_is_refused_and_nothing_is_written(name):
+    # b68cc0f: runs, claims and reports went to results/.. and reports/.. (the repository root), results/../x, or
+    # (campaign run) the absolute path itself.
+    watched = tree(REPO, REPO / "results", REPO / "reports")
+    line = f"error: CAMPAIGN must be a plain name ({PLAIN_RULE}), got '{name}'; set e.g. CAMPAIGN=my-campaign"
+    for proc in (make("run", f"CAMPAIGN={name}", "WORKLOADS=cnn-mnist", "FRAMEWORKS=pytorch", "DATA=synthetic"),
+                 make("analyze", f"CAMPAIGN={name}"),
+                 make("cpu-cnn", f"CAMPAIGN={name}", "FRAMEWORKS=pytorch", "DATA=synthetic")):
+        assert proc.returncode != 0
+        assert error_lines(proc) == [line], proc.stderr
+        assert "campaign '" not in proc.stdout and "report written" not in proc.stdout
+    assert tree(REPO, REPO / "results", REPO / "reports") == watched
+    assert not Path("/tmp/clitest-absolute").exists()
+
+
+@pytest.mark.parametrize("setting, line", [
+    ("TIMEOUT=abc", "TIMEOUT must be a positive number of seconds, got 'abc'; set e.g. TIMEOUT=3600, or leave it empty "
+                    "for the study's 24 h"),
+    ("TIMEOUT=0", "TIMEOUT must be a positive number of seconds, got '0'; set e.g. TIMEOUT=3600, or leave it empty "
+                  "for the study's 24 h"),
+    ("TIMEOUT=nan", "TIMEOUT must be a positive number of seconds, got 'nan'; set e.g. TIMEOUT=3600, or leave it "
+                    "empty for the study's 24 h"),
+    ("TIMEOUT=-5", "TIMEOUT must be a positive number of seconds, got '-5'; set e.g. TIMEOUT=3600, or leave it empty "
+                   "for the study's 24 h"),
+    ("THREADS=0", "THREADS must be a positive whole number, got '0'; set e.g. THREADS=2"),
+    ("REPEATS=0", "REPEATS must be a positive whole number, got '0'; set e.g. REPEATS=5"),
+    ("PARALLEL=two", "PARALLEL must be a positive whole number, got 'two'; set e.g. PARALLEL=1"),
+    ("GPUS=first", "GPUS must be 'all' or comma-separated GPU indices, got 'first'; set GPUS=all or e.g. GPUS=0,2"),
+    ("FRAMEWORKS=foo", f"unknown framework 'foo' for the current era; choose from: {', '.join(known_frameworks())} "
+                       "(FRAMEWORKS=...)"),
+    ("PROFILE=fast", "unknown profile 'fast' for workload 'cnn-mnist'; choose from: paper, quick, smoke (PROFILE=...)"),
+    ("ERA=future", "unknown era 'future'; choose from: current, paper (ERA=...)"),
+    ("RUNNER=slurm", "unknown runner 'slurm'; choose from: local, docker, system, charliecloud (RUNNER=...)"),
+    ("WORKLOADS=../workloads/cnn-mnist",
+     f"unknown workload '../workloads/cnn-mnist'; choose from: {', '.join(known_workloads())} (WORKLOADS=...)"),
+])
+def test_a_campaign_target_checks_every_setting_before_any_data_is_made(setting, line):
+    # b68cc0f: the data stage ran first (downloading, or writing synthetic data), then the run stage refused
+    # the setting, TIMEOUT=abc with argparse's usage text; TIMEOUT=0, nan and -5 were accepted.
+    start = time.monotonic()
+    proc = make("cpu-cnn", "DATA=synthetic", *(["FRAMEWORKS=pytorch"] if "FRAMEWORKS" not in setting else []), setting)
+    assert time.monotonic() - start < 30
+    assert proc.returncode != 0
+    assert error_lines(proc) == [f"error: {line}"], proc.stderr
+    assert proc.stdout == ""  # the data stage prints each dataset it prepared
+
+
+# A campaign's writes, through the command line's error handling (bench.errors.run_cli) as `campaign run` does;
+# the runs are ScriptRunner's (no framework environment to build), the read-only file system is real.
+DRIVER = """
+import sys
+from pathlib import Path
+
+from bench.errors import run_cli
+from campaign import execute, plan
+from data import synthetic
+from tests.campaign.scriptrunner import ScriptRunner
+
+root, repeats = Path(sys.argv[1]), int(sys.argv[2])
+runner = ScriptRunner("ok")
+synthetic.make_synthetic("mnist", root / "data", sizes=(60, 20), progress=False)
+matrix = plan.Matrix(("pytorch",), ("cnn-mnist",), "cpu", "smoke", repeats, "synthetic")
+runs = plan.plan(matrix, runner, "t", root / "results" / "t", root / "data", threads=1)
+sys.exit(run_cli(lambda argv: execute.execute(runs, runner, root / "results" / "t", 10) and 0, []))
+"""
+
+
+def test_a_read_only_results_folder_is_one_line_and_the_runs_there_are_kept(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    first = subprocess.run([sys.executable, "-c", DRIVER, str(tmp_path), "1"], cwd=REPO, env=env, capture_output=True,
+                           text=True, timeout=120)
+    assert first.returncode == 0, first.stderr
+    results = tmp_path / "results"
+    before = digests(results)
+    with MountSpace() as mountspace:
+        mountspace.read_only(results)
+        proc = mountspace.run(sys.executable, "-c", DRIVER, tmp_path, "2", cwd=REPO, env=env)
+        assert proc.returncode == 2
+        [line] = proc.stderr.splitlines()
+        assert re.fullmatch(rf"error: {re.escape(str(results / 't' / '.claims'))}/\w+ is on a read-only file system; "
+                            r"make it writable or work in a writable copy, then run the same command again \(finished "
+                            r"work is kept\)", line), line
+        assert digests(results) == before

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
-from campaign import epochtimes
+import re
+import subprocess
+from pathlib import Path
+
+from campaign import epochtimes, specs
 from tests.runfactory import make_run
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_frameworks_side_by_side_fastest_first(tmp_path, capsys):
@@ -62,3 +68,24 @@ def test_a_campaign_without_the_workload_is_a_usage_error(tmp_path, capsys):
     assert epochtimes.main(["--campaign", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: no lstm-imdb runs in") and "make bench-lstm" in err
+
+
+def _bench_profile() -> str:
+    """The profile `make bench-lstm` runs, read from the command make would run."""
+    out = subprocess.run(["make", "-n", "--no-print-directory", "bench-lstm", "DATA=synthetic"], cwd=REPO,
+                         capture_output=True, text=True, check=True).stdout
+    return re.search(r'-m campaign run .*--profile "([a-z]+)"', out).group(1)
+
+
+def test_make_bench_lstm_as_shipped_trains_enough_epochs_for_a_verdict(tmp_path, capsys):
+    # Epoch times as a quiet 2-core machine gives them (a few per cent of epoch-to-epoch noise, a
+    # fixed pattern): keras 1.3x pytorch must come out "slower", not "undecided (no interval)" as two
+    # epochs (one steady epoch) left it.
+    epochs = specs.load("lstm-imdb", _bench_profile())["training"]["epochs"]
+    noise = [1.0, 1.03, 0.97, 1.02, 0.98, 1.01, 0.99, 1.04, 0.96][:epochs - 1]
+    for framework, steady in (("pytorch", 3.0), ("keras", 3.9)):
+        make_run(tmp_path, framework, "lstm-imdb", 1, profile="bench", curve=(0.6,) * epochs,
+                 epoch_times=(2 * steady, *(steady * k for k in noise)))
+    assert epochtimes.main(["--campaign", str(tmp_path)]) == 0
+    _, after = _table(capsys.readouterr().out.splitlines())
+    assert after[1].startswith("  keras / pytorch: ") and after[1].endswith(": slower"), after[1]

@@ -1,5 +1,6 @@
 """Running a campaign: skip what is done, publish only complete runs, record failures with their cause."""
 
+import hashlib
 import json
 import os
 import signal
@@ -12,9 +13,10 @@ import time
 import pytest
 
 from bench import request, schema
-from campaign import claims, execute
-from campaign.runners import gpu_slots
-from tests.campaign.scriptrunner import ScriptRunner, planned
+from bench.errors import UsageError
+from campaign import claims, execute, plan
+from campaign.runners import Outcome, gpu_slots
+from tests.campaign.scriptrunner import ScriptRunner, planned, prepared_mnist
 
 
 def test_completed_runs_are_skipped_and_untouched(tmp_path):
@@ -242,3 +244,64 @@ def test_a_campaign_and_a_scheduler_leave_out_the_same_runs_and_say_why(tmp_path
             claim.release()
     finally:
         live.release()
+
+
+# --- Failures of the setup are not results: redone by the next run of the campaign ----------------------
+
+REFUSAL = "the request asks for BLAS backend 'mkl' but this environment lacks it; plan the run again"
+
+
+class RefusingRunner(ScriptRunner):
+    """Its entrypoint is refused by the kit the way `python -m bench` ends a UsageError (bench.errors.run_cli):
+    its one line last in the log, exit status 2, no run.json."""
+
+    def launch(self, request, run_dir, timeout_s, gpus=()):
+        self.launched.append(request["run_id"])
+        (run_dir / schema.LOG_FILE).write_text(f"starting\nerror: {REFUSAL}\n")
+        return Outcome(2)
+
+
+def _verified_runs(tmp_path, runner) -> list:
+    """One smoke run of cnn-mnist on a prepared MNIST whose meta.json records its arrays' real digest."""
+    prepared_mnist(tmp_path / "data")
+    folder = tmp_path / "data" / "prepared" / "mnist"
+    meta = json.loads((folder / "meta.json").read_text())
+    meta["arrays_sha256"] = hashlib.sha256((folder / "arrays.npz").read_bytes()).hexdigest()
+    (folder / "meta.json").write_text(json.dumps(meta))
+    m = plan.Matrix(("pytorch",), ("cnn-mnist",), "cpu", "smoke", 1, "real")
+    return plan.plan(m, runner, "t", tmp_path / "results" / "t", tmp_path / "data", threads=1)
+
+
+def test_a_run_the_kit_refused_is_a_setup_failure_redone_without_retry_failed(tmp_path, capsys):
+    runs = _verified_runs(tmp_path, ScriptRunner("ok"))
+    cdir = tmp_path / "results" / "t"
+    counts = execute.execute(runs, RefusingRunner("ok"), cdir, 10)
+    assert counts == {"ok": 0, "failed": 1, "skipped": 0, "elsewhere": 0, "unfit": 0, "failed:invalid-setting": 1}
+    assert schema.read_run(cdir / runs[0].run_id)["failure"] == {"cause": "invalid-setting", "message": REFUSAL}
+    assert execute.failed_text(counts) == "1 failed (1 setup: invalid-setting)"
+    with pytest.raises(UsageError) as refused:
+        execute.check_setup(counts)
+    assert str(refused.value) == (
+        "1 run failed for its setup (invalid-setting), not for its framework: that is not a result; fix what the "
+        "failure message above names, then run the same command again: runs that failed for their setup run "
+        "again, the others stay done")
+    capsys.readouterr()
+    # Fixed: the same call, without retry_failed, runs it again and keeps the refused attempt aside.
+    again = ScriptRunner("ok")
+    assert execute.execute(runs, again, cdir, 10)["ok"] == 1 and again.launched == [runs[0].run_id]
+    assert f"{runs[0].run_id}): failed earlier for its setup (invalid-setting), not a result: run again" in \
+        capsys.readouterr().out
+    assert schema.read_run(cdir / runs[0].run_id)["status"] == "ok"
+    assert len(list(cdir.glob(f".retried-{runs[0].run_id}-*"))) == 1
+
+
+def test_the_summary_counts_failures_by_kind_and_only_the_setups_stop_the_campaign():
+    counts = {"ok": 3, "failed": 4, "failed:crash": 1, "failed:timeout": 1, "failed:bad-data": 1,
+              "failed:missing-library": 1}
+    assert execute.failed_text(counts) == "4 failed (1 crash, 1 timeout, 1 setup: bad-data, 1 setup: missing-library)"
+    with pytest.raises(UsageError, match=r"^2 runs failed for their setup \(bad-data, missing-library\), not for "
+                                         r"their framework: those are not results; "):
+        execute.check_setup(counts)
+    # Failures of the framework are results: the campaign goes on to its report.
+    assert execute.check_setup({"ok": 1, "failed": 2, "failed:nan": 1, "failed:timeout": 1}) is None
+    assert execute.failed_text({"ok": 1, "failed": 0}) == "0 failed"

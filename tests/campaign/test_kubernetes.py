@@ -103,7 +103,9 @@ def test_every_pod_runs_locked_down(objects):
         assert mounts["data"] == {"name": "data", "mountPath": "/data", "readOnly": True}
         assert volumes["data"]["persistentVolumeClaim"] == {"claimName": "dlrepro-data", "readOnly": True}
         assert mounts["results"]["subPath"] == "gpu-cnn" and not mounts["results"].get("readOnly")
-        assert mounts["tmp"]["mountPath"] == "/tmp" and volumes["tmp"] == {"name": "tmp", "emptyDir": {}}
+        assert mounts["tmp"]["mountPath"] == "/tmp"
+        assert volumes["tmp"] == {"name": "tmp", "emptyDir": {"sizeLimit": str(2**30)}}  # the docker runner's tmpfs
+        assert pod["shareProcessNamespace"] is True  # the pause process is PID 1: it reaps orphans
         env = {e["name"]: e.get("value") for e in container["env"]}
         assert env["HOME"] == "/tmp"
         assert pod["activeDeadlineSeconds"] == 3600 + k8s.STARTUP_ALLOWANCE_S
@@ -399,3 +401,26 @@ def test_a_data_parallel_gpu_run_asks_for_one_gpu_per_rank_in_a_job_of_its_own(t
                      ["nvidia.com/gpu"]) for j in found)
     assert limits == [(1, "2"), (2, "1")]
     assert len({j["metadata"]["name"] for j in found}) == 2
+
+
+def test_a_pod_reads_the_data_path_its_request_names_under_the_data_root_and_gets_its_memory_limit(tmp_path):
+    from campaign.runners import container_limits
+
+    limits = container_limits("2g").record()
+    data = {"dataset": "mnist", "source": "synthetic", "arrays_sha256": "ab" * 32, "path": "prepared/mnist-synthetic",
+            "train_indices": None, "test_indices": None}
+    runs = [PlannedRun(minimal_request(seed, runner="docker", campaign="gpu-cnn", env_id="sha256:" + "cd" * 32,
+                                       data=data, image_digest=DIGEST.format(fw="pytorch"), limits=limits), "run")
+            for seed in range(2)]
+    (job,) = jobs(k8s.manifests(runs, batch_dir(tmp_path), settings(tmp_path)))
+    (container,) = job["spec"]["template"]["spec"]["containers"]
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert env["DLREPRO_RUNS"] == "\n".join(f"{r.run_id} prepared/mnist-synthetic" for r in runs)
+    assert container["resources"] == {"limits": {"memory": str(2 * 2**30)}}
+    k8s.validate(k8s.manifests(runs, batch_dir(tmp_path), settings(tmp_path)))
+    other = PlannedRun(minimal_request(9, runner="docker", campaign="gpu-cnn", env_id="sha256:" + "cd" * 32, data=data,
+                                       image_digest=DIGEST.format(fw="pytorch"),
+                                       limits=container_limits("3g").record()), "run")
+    with pytest.raises(UsageError, match=r"the pytorch runs of one batch record several memory limits "
+                                         r"\(\[2147483648, 3221225472\]\); plan the batch again with one MEMORY"):
+        k8s.manifests(runs + [other], batch_dir(tmp_path), settings(tmp_path))

@@ -42,7 +42,7 @@ def test_every_run_is_a_resolved_request(tmp_path):
     assert request.validate(req) is req and req["run_id"] == request.run_id(req)
     assert req["spec"] == specs.load("cnn-mnist", "smoke")  # the profile applied on the host
     assert req["environment"] == {"env_id": "env-pytorch", "image_digest": None}
-    assert req["data"]["path"] == str((tmp_path / "data" / "prepared" / "mnist").resolve())
+    assert req["data"]["path"] == "prepared/mnist"  # relative to the data root: no host path in the request
     # smoke: 512 of 600 train rows and 256 of 300 test rows, sorted, the same for every framework and repeat
     rows = req["data"]["train_indices"]
     assert len(rows) == 512 and rows == sorted(set(rows)) and max(rows) < 600

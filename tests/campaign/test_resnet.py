@@ -6,13 +6,14 @@ environments, DLREPRO_VENV_ROOT) on synthetic CIFAR-10."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from bench import atomic, modelplan
+from bench import atomic, hashing, modelplan
 from campaign import plan, specs
 from tests.campaign.scriptrunner import ScriptRunner
 from tests.plancount import trainable
@@ -44,7 +45,8 @@ def _prepared_cifar10(data_root: Path) -> None:
     arrays = {f"{k}_{split}": np.zeros((n, 32, 32, 3) if k == "x" else n, np.uint8 if k == "x" else np.int64)
               for split, n in (("train", 100), ("test", 50)) for k in ("x", "y")}
     np.savez(folder / "arrays.npz", **arrays)
-    atomic.write_text(folder / "meta.json", '{"format_version": 1, "dataset": "cifar10", "arrays_sha256": "abc"}')
+    meta = {"format_version": 1, "dataset": "cifar10", "arrays_sha256": hashing.sha256_file(folder / "arrays.npz")}
+    atomic.write_text(folder / "meta.json", json.dumps(meta))
 
 
 @pytest.mark.parametrize(("era", "planned"), [("paper", 0), ("current", 2)])

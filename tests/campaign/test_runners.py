@@ -80,6 +80,73 @@ def test_gpu_runs_request_gpus_with_the_utility_capability(tmp_path):
     assert device_request["Count"] == -1 and device_request["Capabilities"] == [["gpu", "compute", "utility"]]
 
 
+def test_a_container_run_is_bounded_as_its_request_records(tmp_path):
+    pytest.importorskip("docker")
+    limits = runners.container_limits("2g", "512")
+    data = {"dataset": "mnist", "source": "real", "arrays_sha256": "ab" * 32, "path": "prepared/mnist",
+            "train_indices": None, "test_indices": None}
+    req = minimal_request(runner="docker", data=data, env_id="sha256:" + "12" * 32,
+                          image_digest="sha256:" + "12" * 32, limits=limits.record())
+    assert req["environment"]["limits"] == {"memory_bytes": 2 * 2**30, "pids": 512, "read_only_root": True,
+                                            "init": True}
+    cfg = container_config(req, tmp_path / "out", (10001, 10001), data_root=tmp_path / "data")
+    assert cfg["read_only"] is True and cfg["init"] is True
+    assert cfg["mem_limit"] == cfg["memswap_limit"] == 2 * 2**30  # no swap beyond the limit
+    assert cfg["pids_limit"] == 512
+    # The one writable place besides /out: a bounded tmpfs, exec (Theano loads the modules it compiles there).
+    assert cfg["tmpfs"] == {"/tmp": f"rw,exec,nosuid,nodev,size={2**30},mode=1777"}
+    assert cfg["environment"]["HOME"] == cfg["environment"]["TMPDIR"] == "/tmp"
+    # The request's data path is relative to the data root; the runner mounts that folder of its own data root.
+    assert cfg["volumes"][str((tmp_path / "data" / "prepared" / "mnist").resolve())] == {"bind": "/data", "mode": "ro"}
+    # A request from before limits were recorded gets the host's defaults.
+    old = container_config(_request(tmp_path), tmp_path / "out", (10001, 10001))
+    assert (old["mem_limit"], old["pids_limit"], old["read_only"], old["init"]) == (
+        runners.default_memory_bytes(), runners.default_pids(), True, True)
+
+
+def test_container_bounds_default_to_the_host_less_a_reserve():
+    gib = 2**30
+    assert runners.default_memory_bytes(16 * gib) == 16 * gib - int(1.6 * gib)  # a tenth kept for the host
+    assert runners.default_memory_bytes(4 * gib) == 3 * gib  # at least 1 GiB kept
+    assert runners.default_memory_bytes(1 * gib) == 256 * 2**20  # never below what a framework needs to start
+    assert runners.default_pids(2) == runners.default_pids(128) == 4096 and runners.default_pids(256) == 8192
+    assert runners.memory_bytes("16g") == runners.memory_bytes("16GiB") == 16 * gib
+    assert runners.memory_bytes("512m") == 512 * 2**20
+
+
+@pytest.mark.parametrize("variable, value, line", [
+    ("MEMORY", "lots", "error: MEMORY=lots is not a memory size of at least 256m; set e.g. MEMORY=16g (each "
+     "container run's memory limit), or leave it unset for the host's memory less a tenth"),
+    ("MEMORY", "10m", "error: MEMORY=10m is not a memory size of at least 256m; set e.g. MEMORY=16g (each "
+     "container run's memory limit), or leave it unset for the host's memory less a tenth"),
+    ("PIDS", "0", "error: PIDS=0 is not a whole number of at least 64; set e.g. PIDS=4096 (processes and "
+     "threads per container run), or leave it unset"),
+    ("PIDS", "-5", "error: PIDS=-5 is not a whole number of at least 64; set e.g. PIDS=4096 (processes and "
+     "threads per container run), or leave it unset"),
+])
+def test_a_bad_memory_or_pids_limit_stops_the_campaign_before_any_work_in_one_line(tmp_path, variable, value, line):
+    args = ["make", "-s", "run", "WORKLOADS=cnn-mnist", "FRAMEWORKS=pytorch", "RUNNER=local", "DATA=synthetic",
+            f"CAMPAIGN=bounds-{variable.lower()}", f"{variable}={value}"]
+    done = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0 and done.stderr.strip().splitlines()[0] == line
+    assert not (REPO / "results" / f"bounds-{variable.lower()}").exists()  # nothing written
+
+
+def test_the_local_and_system_runners_pass_the_data_folder_and_record_no_bounds(tmp_path):
+    fake = tmp_path / "python"  # records the command line it was given, as the entrypoint's python would get it
+    fake.write_text('#!/bin/sh\necho "$@"\n')
+    fake.chmod(0o755)
+    data = {"dataset": "mnist", "source": "real", "arrays_sha256": "ab" * 32, "path": "prepared/mnist",
+            "train_indices": None, "test_indices": None}
+    runner = SystemRunner(python=str(fake), data_root=tmp_path / "data")
+    (tmp_path / "run").mkdir()
+    assert runner.launch(minimal_request(data=data), tmp_path / "run", 30).returncode == 0
+    argv = (tmp_path / "run" / schema.LOG_FILE).read_text().split()
+    assert argv[argv.index("--data") + 1] == str((tmp_path / "data" / "prepared" / "mnist").resolve())
+    assert runners.NOT_APPLIED.record() == {"memory_bytes": None, "pids": None, "read_only_root": False,
+                                            "init": False}
+
+
 # --- The system runner ------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -148,7 +215,7 @@ def test_a_run_launched_by_the_system_runner_keeps_the_environment_as_it_is(tmp_
     """A real launch in the host tools' Python: the entrypoint runs there with the environment's own
     PYTHONPATH (whose torch fails), records the failure, and run.json carries environment.system."""
     prepared_mnist(tmp_path / "data")
-    runner = SystemRunner(python=sys.executable)
+    runner = SystemRunner(python=sys.executable, data_root=tmp_path / "data")
     packages, source = installed_packages(sys.executable, None)
     system = system_block({"python": platform.python_version(), "executable": sys.executable, "package": "torch",
                            "versions": {"torch": "from PYTHONPATH"}}, packages, source)
@@ -174,7 +241,7 @@ def test_the_system_runner_trains_in_an_existing_environment(tmp_path):
     subprocess.run([sys.executable, "-m", "data", "synthetic", "--root", str(tmp_path / "data"), "--datasets",
                     "mnist"], cwd=REPO, check=True)
     python = envs.ensure_env("pytorch").python
-    runner = SystemRunner(python=python)
+    runner = SystemRunner(python=python, data_root=tmp_path / "data")
     matrix = plan.Matrix(("pytorch",), ("cnn-mnist",), "cpu", "smoke", 1, "synthetic")
     cdir = tmp_path / "results" / "system"
     runs = plan.plan(matrix, runner, "system", cdir, tmp_path / "data", threads=1)

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from analysis.summary import LEARNT_MARGIN_PP
-from bench import prepared, schema
+from bench import prepared, request, schema
 from campaign import specs, study
 
 REPO = Path(__file__).resolve().parents[2]
@@ -34,8 +34,8 @@ def test_the_quick_profiles_that_depart_are_the_two_that_learnt_nothing():
 
 
 @pytest.fixture(scope="module")
-def quick_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """{workload: run folder} of one quick PyTorch campaign on synthetic data, two threads per run."""
+def quick_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder of one quick PyTorch campaign on synthetic data (data/, results/quick/), two threads per run."""
     root = tmp_path_factory.mktemp("quick")
     datasets = sorted({specs.load(w)["dataset"] for w in DEPARTING})
     subprocess.run([sys.executable, "-m", "data", "synthetic", "--root", str(root / "data"), "--datasets",
@@ -45,15 +45,22 @@ def quick_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
                     "synthetic", "--data-root", str(root / "data"), "--results", str(root / "results"),
                     "--campaign", "quick", "--threads", "2", "--runner", "local"],
                    cwd=REPO, check=True, timeout=1800)
-    return {schema.read_run(d)["config"]["workload"]: d for d in schema.iter_run_dirs(root / "results" / "quick")}
+    return root
 
 
-def majority_rate_of(run_dir: Path) -> float:
-    """The most frequent label's share of the test labels that count, from the prepared arrays the run read."""
-    request = json.loads((run_dir / "request.json").read_text())
-    data = prepared.load(Path(request["data"]["path"]), request["data"]["train_indices"],
-                         request["data"]["test_indices"])
-    test = prepared.bind_roles(data, request["spec"].get("arrays")).test
+@pytest.fixture(scope="module")
+def quick_runs(quick_root: Path) -> dict[str, Path]:
+    """{workload: run folder} of the quick campaign."""
+    return {schema.read_run(d)["config"]["workload"]: d for d in schema.iter_run_dirs(quick_root / "results" / "quick")}
+
+
+def majority_rate_of(run_dir: Path, data_root: Path) -> float:
+    """The most frequent label's share of the test labels that count, from the prepared arrays the run read
+    (its request's data.path, under `data_root`)."""
+    req = json.loads((run_dir / "request.json").read_text())
+    data = prepared.load(request.data_folder(req["data"], data_root), req["data"]["train_indices"],
+                         req["data"]["test_indices"])
+    test = prepared.bind_roles(data, req["spec"].get("arrays")).test
     y, lengths = np.asarray(test["y"]), test.get("y_len")
     if lengths is not None:  # seq2seq: each row's first y_len target tokens count
         y = np.concatenate([row[:n] for row, n in zip(y, lengths, strict=True)])
@@ -61,10 +68,10 @@ def majority_rate_of(run_dir: Path) -> float:
 
 
 @pytest.mark.parametrize("workload", DEPARTING)
-def test_the_quick_profile_learns_above_the_majority_rate(quick_runs, workload):
+def test_the_quick_profile_learns_above_the_majority_rate(quick_root, quick_runs, workload):
     run = schema.read_run(quick_runs[workload])
     assert run["status"] == "ok", run["failure"]
-    floor = majority_rate_of(quick_runs[workload])
+    floor = majority_rate_of(quick_runs[workload], quick_root / "data")
     assert run["dataset"]["test_majority_rate"] == pytest.approx(floor, abs=1e-12)
     accuracy = run["results"]["test_accuracy"]
     assert accuracy > floor + LEARNT_MARGIN_PP / 100, f"{workload}: test accuracy {accuracy:.4f}, majority {floor:.4f}"

@@ -17,6 +17,7 @@ from data import prepare as prep
 from data import synthetic, text
 from data.formats import RawFormatError, gzip_bytes, idx_bytes, parse_idx, read_idx
 from data.manifest import load_manifest
+from data.npz import write_npz
 from data.paths import prepared_dir, raw_dir
 from tests.data.fixtures import IMDB_SIZES, MNIST_SIZES, imdb_tar, manifest_for, sha256, synthetic_raw
 
@@ -211,6 +212,59 @@ def test_failed_prepare_keeps_the_previous_folder(tmp_path, raw_files):
     with pytest.raises(UsageError):
         _prepare("mnist", files, tmp_path)
     assert (out / "meta.json").read_bytes() == before
+    assert not list(tmp_path.glob(".*partial"))
+
+
+def _labels_zero(path: Path) -> None:
+    """Overwrite a prepared arrays.npz with a valid one whose labels are all 0 (meta.json stays)."""
+    with np.load(path) as npz:
+        arrays = {key: np.zeros_like(npz[key]) if key.startswith("y_") else npz[key] for key in npz.files}
+    write_npz(path, arrays)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "labels zeroed"])
+def test_arrays_whose_bytes_differ_from_meta_are_prepared_again_not_up_to_date(tmp_path, raw_files, capsys, damage):
+    out = _prepare("mnist", raw_files["mnist"], tmp_path)
+    arrays, raw = out / "arrays.npz", tmp_path / "raw" / "mnist"
+    manifest = manifest_for({"mnist": raw_files["mnist"]}, ["http://unused/"])
+    good = arrays.read_bytes()
+    if damage == "truncated":
+        arrays.write_bytes(good[: len(good) // 2])
+    else:
+        _labels_zero(arrays)
+    damaged = sha256(arrays.read_bytes())
+    capsys.readouterr()
+    prep.prepare("mnist", raw, out, manifest=manifest)
+    assert capsys.readouterr().err.splitlines() == [
+        f"mnist: {arrays} has sha256 {damaged}, not the {sha256(good)} its meta.json records; "
+        f"preparing it again from {raw}"]
+    assert arrays.read_bytes() == good
+    # With the raw files gone it cannot be: one line naming what is missing and the fix; the folder is kept.
+    _labels_zero(arrays)
+    before = sha256(arrays.read_bytes()), (out / "meta.json").read_bytes()
+    (raw / IMAGES).unlink()
+    with pytest.raises(UsageError) as err:
+        prep.prepare("mnist", raw, out, manifest=manifest, progress=False)
+    assert str(err.value) == f"{raw / IMAGES} is missing; run 'python -m data download --datasets mnist'"
+    assert (sha256(arrays.read_bytes()), (out / "meta.json").read_bytes()) == before
+
+
+def test_what_prepare_writes_is_read_back_before_it_replaces_the_folder(tmp_path, raw_files, monkeypatch):
+    out = _prepare("mnist", raw_files["mnist"], tmp_path)
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+
+    def short_write(path: Path, arrays: dict) -> None:  # a disk that drops the end of a file without an error
+        write_npz(path, arrays)
+        path.write_bytes(path.read_bytes()[:-100])
+
+    monkeypatch.setattr(prep, "write_npz", short_write)
+    with pytest.raises(UsageError) as err:
+        _prepare("mnist", raw_files["mnist"], tmp_path, force=True)
+    assert str(err.value) == (
+        f"the new {out} did not read back as written (arrays.npz is not a readable .npz: File is not a zip file); "
+        f"check the disk holding {tmp_path} (free space, errors), then run 'python -m data download --datasets "
+        "mnist' again")
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
     assert not list(tmp_path.glob(".*partial"))
 
 

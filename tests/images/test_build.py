@@ -117,6 +117,22 @@ def test_build_inputs_are_optional_and_do_not_change_the_tag(monkeypatch, tmp_pa
     assert re.fullmatch(r"dlrepro/pytorch:current-cpu-[0-9a-f]{12}", images.tag(spec, None))
 
 
+def test_a_file_from_a_declared_index_goes_into_the_wheelhouse_and_the_lock_is_staged_as_it_is(monkeypatch, tmp_path):
+    # images.build fetches it on the host (sources.fetch_all): the build's pip cannot reach a loopback index.
+    spec = images.ImageSpec("pytorch", "current", "cpu")
+    _env_inputs(monkeypatch, tmp_path, certs=False, wheels=False)
+    fetched = tmp_path / "cache" / "torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl"
+    fetched.parent.mkdir()
+    fetched.write_bytes(b"the locked torch file")
+    ctx = tmp_path / "ctx"
+    ctx.mkdir()
+    assert images.stage_context(spec, ctx, indexed=[fetched]) == {"certs": 0, "wheels": 1}
+    staged = ctx / "build-inputs" / "wheels" / fetched.name
+    assert staged.read_bytes() == b"the locked torch file" and staged.stat().st_ino == fetched.stat().st_ino
+    assert (ctx / "lock" / "requirements.txt").read_bytes() == spec.lock.read_bytes()
+    assert sorted(p.name for p in (ctx / "lock").iterdir()) == ["requirements.txt"]
+
+
 def test_tag_changes_with_the_base_and_the_variant():
     spec = images.ImageSpec("keras", "current", "cpu")
     other = "sha256:" + "ab" * 32
@@ -230,7 +246,8 @@ def test_host_edits_keep_every_tag_and_payload_edits_change_them(tmp_path):
     before = _tags(repo)
     assert len(before) == 16 and len(set(before)) == 16
     for host_module in ("campaign/plan.py", "images/lockfile.py", "images/build.py", "campaign/overhead.py",
-                        "analysis/report.py", "data/prepare.py", "campaign/workloads/cnn-mnist.toml"):
+                        "analysis/report.py", "data/prepare.py", "campaign/workloads/cnn-mnist.toml",
+                        "images/pytorch/current/sources.toml"):  # where a file comes from: the hashes decide
         with open(repo / host_module, "a") as fh:
             fh.write("\n# an edit on the host side\n")
     assert _tags(repo) == before

@@ -1,6 +1,8 @@
 """With a real Docker engine (slow; skipped with the reason when none answers): the current-era
 PyTorch image builds from its lock, pip freeze inside it matches the lock, and a run's container
-has no network, cannot write to the data mount, and does not run as root.
+has no network, cannot write to the data mount, and does not run as root; a campaign's run of each image CI
+builds (PyTorch and Keras) trains in a container that `docker inspect` shows bounded (read-only root
+filesystem, memory and pids limits, an init process), with no host path in its request.json or run.json.
 
 The base is $BASE_IMAGE when set (CI: images/base/make-base.sh, no registry), else the
 Dockerfile's pinned default."""
@@ -9,6 +11,8 @@ from __future__ import annotations
 
 import json
 import os
+import threading
+import time
 
 import pytest
 
@@ -106,3 +110,50 @@ def test_run_container_is_locked_down(engine, pytorch_image, tmp_path):
     assert result["data_read"] == "prepared arrays"
     assert not (data / "written-by-run").exists()
     assert (out / "result.txt").read_text() == "ok"
+
+
+def _inspect_while_running(engine, run_id: str, seen: dict, done: threading.Event) -> None:
+    """Put the HostConfig of the container labelled with `run_id` into `seen` as soon as it exists (the runner
+    removes it when the run ends)."""
+    while not done.is_set():
+        for container in engine.containers.list(all=True, filters={"label": f"org.dlrepro.run-id={run_id}"}):
+            seen.update(container.attrs["HostConfig"])
+            return
+        time.sleep(0.2)
+
+
+@pytest.mark.parametrize("framework", ["pytorch", "keras"])  # the images CI builds (.ci/run)
+def test_a_campaign_run_trains_in_a_bounded_container_and_names_no_host_path(engine, tmp_path, framework):
+    from bench import request, schema
+    from campaign import execute, plan, runners
+    from campaign.runners.docker import DockerRunner
+    from data import synthetic
+
+    data_root = tmp_path / "data"
+    synthetic.make_synthetic("mnist", data_root, sizes=(1024, 256), progress=False)
+    limits = runners.container_limits("4g")  # the pids limit the host's default (4096 here)
+    runner = DockerRunner(data_root=data_root, limits=limits)
+    matrix = plan.Matrix((framework,), ("cnn-mnist",), "cpu", "smoke", 1, "synthetic")
+    cdir = tmp_path / "results" / "bounded"
+    (run,) = plan.plan(matrix, runner, "bounded", cdir, data_root, threads=1)
+    seen: dict = {}
+    done = threading.Event()
+    watcher = threading.Thread(target=_inspect_while_running, args=(engine, run.run_id, seen, done), daemon=True)
+    watcher.start()
+    try:
+        record = execute.execute_one(run, runner, cdir, 900)
+    finally:
+        done.set()
+        watcher.join(timeout=10)
+    print(framework, {k: seen.get(k) for k in ("ReadonlyRootfs", "Memory", "MemorySwap", "PidsLimit", "Init",
+                                                "Tmpfs")})
+    assert seen["ReadonlyRootfs"] is True and seen["Init"] is True
+    assert seen["Memory"] == seen["MemorySwap"] == 4 * 2**30 and seen["PidsLimit"] == runners.default_pids()
+    assert set(seen["Tmpfs"]) == {"/tmp"}
+    assert record["status"] == "ok", record["failure"]
+    assert record["environment"]["limits"] == limits.record() == schema.read_run(cdir / run.run_id)["environment"][
+        "limits"]
+    for name in (request.REQUEST_FILE, schema.RUN_FILE):
+        text = (cdir / run.run_id / name).read_text()
+        assert str(tmp_path) not in text and str(data_root) not in text, name
+    assert schema.read_run(cdir / run.run_id)["dataset"]["path"] == "prepared/mnist-synthetic"

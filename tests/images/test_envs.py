@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import hashlib
 import re
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from bench.errors import UsageError
-from images import envs
+from images import envs, external
+from images.simpleindex import SimpleIndex
+from tests.images.wheels import clear_pip, make_wheel, sha256, write_lock
 
 REPO = Path(__file__).resolve().parents[2]
 PY = f"{sys.version_info.major}.{sys.version_info.minor}"
@@ -132,3 +135,27 @@ def test_torch_lock_is_the_cpu_wheel():
     text = (REPO / "images" / "pytorch" / "current" / "requirements.txt").read_text()
     assert re.search(r"^torch==2\.13\.0\+cpu \\$", text, re.MULTILINE)
     assert not re.search(r"^nvidia-(?!ml-py)", text, re.MULTILINE)  # no CUDA runtime wheels
+
+
+def test_a_file_from_a_declared_index_is_installed_by_its_hash(tmp_path, monkeypatch, capsys):
+    # The lock's other files come from the package index; --no-index (DLREPRO_PIP_ARGS, still honoured)
+    # keeps this test off the network: the declared file must reach pip by --find-links alone.
+    clear_pip(monkeypatch)
+    monkeypatch.setenv(envs.PIP_ARGS_VAR, "--no-index")
+    monkeypatch.setenv(envs.VENV_ROOT_VAR, str(tmp_path / "venvs"))
+    monkeypatch.setenv(external.CACHE_VAR, str(tmp_path / "cache"))
+    monkeypatch.delenv(envs.BASE_PYTHON_VAR, raising=False)
+    wheel = make_wheel(tmp_path / "served", body="from the demo index")
+    with SimpleIndex([wheel.parent]) as index:
+        lock = write_lock(tmp_path / "lock", wheel, "http://127.0.0.1:9/unused", py=PY)
+        monkeypatch.setenv("DLREPRO_DEMO_INDEX", index.url)
+        info = envs.ensure_lock_env(lock, "demo")
+    assert index.served == [wheel.name]
+    # The source is no part of the identity: the environment is named by the lock's own sha256.
+    assert info.name == f"demo-{sha256(lock)[:12]}"
+    out = subprocess.run([str(info.python), "-c", "import demo_pkg; print(demo_pkg.VALUE)"], capture_output=True,
+                         text=True, check=True)
+    assert out.stdout == "from the demo index\n"
+    assert capsys.readouterr().err.splitlines()[:2] == [
+        f"fetching {wheel.name} from the demo index ({index.url}files/demo_pkg-1.0%2Bcpu-py3-none-any.whl)",
+        "creating environment demo (first use, a few minutes)..."]
