@@ -58,6 +58,26 @@ def mapped_files(maps: str = MAPS) -> Dict[str, List[Tuple[int, int]]]:
     return files
 
 
+# How run.json names a library file inside the run's own environment (sys.prefix: a local runner's virtual
+# environment under the checkout, an image's /opt/venv): relative to it, so a shared run.json names no
+# folder of the host it ran on (a checkout in a home folder would name its user).
+ENV_PREFIX = "<env>"
+
+
+def shared_path(path: str, prefix: str = sys.prefix) -> str:
+    """`path` as run.json records it: under the environment `prefix`, ENV_PREFIX + its path there; any other
+    file (the system's libraries) as it is."""
+    root = os.path.join(os.path.realpath(prefix), "")
+    return ENV_PREFIX + "/" + path[len(root):] if path.startswith(root) else path
+
+
+def host_path(filepath: str, prefix: str) -> str:
+    """The file a recorded `filepath` (shared_path) names on the machine whose environment is at `prefix`."""
+    if filepath.startswith(ENV_PREFIX + "/"):
+        return os.path.join(os.path.realpath(prefix), filepath[len(ENV_PREFIX) + 1:])
+    return filepath
+
+
 def loaded_libraries(maps: str = MAPS) -> Optional[List[Dict[str, Any]]]:
     """run.json's environment.libraries: each BLAS and OpenMP runtime this process has loaded, as
     {kind, api, filepath, version, num_threads, threading_layer, architecture} (None where the library

@@ -308,8 +308,8 @@ def record_libraries(environment: dict) -> None:
     except Exception:  # any: the run.json matters more than this field
         traceback.print_exc()
         return
-    if libraries is not None:
-        environment["libraries"] = libraries
+    if libraries is not None:  # the environment's own files named relative to it (blas.shared_path)
+        environment["libraries"] = [dict(lib, filepath=blas.shared_path(lib["filepath"])) for lib in libraries]
     if settings:
         environment["library_settings"] = settings
 

@@ -193,7 +193,8 @@ RUN_GPU_FIELDS = {"index": (int,), "uuid": OPT_STR, "name": OPT_STR}
 # the run's process had loaded when it finished training, read from the process (bench/blas.py; a run of
 # several ranks: the process that started them); kind is one of blas.KINDS, api the library (openblas, mkl,
 # blis, 'other' for a BLAS that names itself as none of them; gomp, iomp, llvm for OpenMP), filepath the file
-# (a framework's own library where the BLAS is linked into it), the rest what the library itself answers
+# (a framework's own library where the BLAS is linked into it; '<env>/...' inside the run's environment:
+# blas.shared_path), the rest what the library itself answers
 # (null where it does not say).
 RUN_LIBRARY_FIELDS = {"kind": (str,), "api": (str,), "filepath": (str,), "version": OPT_STR,
                       "num_threads": OPT_INT, "threading_layer": OPT_STR, "architecture": OPT_STR}
@@ -471,8 +472,9 @@ def _check_libraries(environment, where):
             _check_fields(entry, RUN_LIBRARY_FIELDS, at)
             if entry["kind"] not in blas.KINDS:
                 raise SchemaError(f"{at}: kind {entry['kind']!r} is not one of {blas.KINDS}")
-            if not entry["filepath"].startswith("/"):
-                raise SchemaError(f"{at}: filepath {entry['filepath']!r} is not the absolute path of the loaded file")
+            if not entry["filepath"].startswith(("/", blas.ENV_PREFIX + "/")):
+                raise SchemaError(f"{at}: filepath {entry['filepath']!r} is neither the absolute path of the loaded "
+                                  f"file nor its path in the run's environment ({blas.ENV_PREFIX}/...)")
     settings = environment.get("library_settings")
     if settings is not None and (not isinstance(settings, dict) or not all(
             isinstance(k, str) and isinstance(v, OPT_STR) for k, v in settings.items())):

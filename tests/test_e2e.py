@@ -70,3 +70,8 @@ def test_demo_writes_the_report():
     assert all(r["status"] == "ok" for r in runs), [r["failure"] for r in runs]
     html = (REPO / "reports" / "demo" / "report.html").read_text()
     assert "data:image/png;base64," in html and "SYNTHETIC" in html.upper()
+    # Artifacts meant to be shared name no folder of this machine: the data relative to the data root, the
+    # environment's own libraries relative to it (a checkout in a home folder would name its user).
+    for run_dir in schema.iter_run_dirs(REPO / "results" / "demo"):
+        for name in ("request.json", "run.json"):
+            assert str(REPO) not in (run_dir / name).read_text(), (run_dir, name)

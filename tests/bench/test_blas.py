@@ -206,3 +206,17 @@ def test_a_blas_linked_into_the_framework_is_recorded_as_the_framework_itself_re
     mkl = [lib for lib in libraries if lib["api"] == "mkl"]
     assert [os.path.basename(lib["filepath"]) for lib in mkl] == ["libtorch_cpu.so"], libraries
     assert f"Math Kernel Library Version {mkl[0]['version']}" in config
+
+
+def test_run_json_names_the_files_of_the_runs_environment_relative_to_it():
+    from bench import entrypoint
+
+    x = np.ones((64, 64))
+    assert (x @ x)[0, 0] == 64  # NumPy's OpenBLAS, a file of this environment, is loaded
+    environment: dict = {}
+    entrypoint.record_libraries(environment)
+    paths = [lib["filepath"] for lib in environment["libraries"]]
+    inside = [p for p in paths if p.startswith(blas.ENV_PREFIX + "/")]
+    assert inside and not any(os.path.realpath(sys.prefix) in p for p in paths), paths
+    assert all(os.path.isfile(blas.host_path(p, sys.prefix)) for p in paths)  # each names the file it was
+    assert blas.host_path("/usr/lib/libgomp.so.1", sys.prefix) == "/usr/lib/libgomp.so.1"  # the system's: as is

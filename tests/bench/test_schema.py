@@ -191,7 +191,7 @@ def test_an_epoch_run_has_no_throughput_and_a_failed_ranks_run_needs_none():
 
 
 # What bench.blas records (its field names and types): a real entry of NumPy's bundled OpenBLAS.
-_OPENBLAS = {"kind": "blas", "api": "openblas", "filepath": "/venv/numpy.libs/libscipy_openblas64_-32a4b2a6.so",
+_OPENBLAS = {"kind": "blas", "api": "openblas", "filepath": "<env>/numpy.libs/libscipy_openblas64_-32a4b2a6.so",
              "version": "0.3.31.188.0", "num_threads": 1, "threading_layer": "pthreads", "architecture": "Haswell"}
 
 
@@ -209,7 +209,7 @@ def test_the_loaded_libraries_are_optional_and_checked_when_present(tmp_path):
 @pytest.mark.parametrize("libraries, settings, message", [
     ({"blas": "openblas"}, None, "environment.libraries must be a list"),
     ([dict(_OPENBLAS, kind="lapack")], None, r"libraries\[0\]: kind 'lapack' is not one of"),
-    ([dict(_OPENBLAS, filepath="libopenblas.so")], None, "is not the absolute path"),
+    ([dict(_OPENBLAS, filepath="libopenblas.so")], None, "is neither the absolute path"),
     ([dict(_OPENBLAS, num_threads="1")], None, r"libraries\[0\]: field 'num_threads' has type str"),
     ([{k: v for k, v in _OPENBLAS.items() if k != "version"}], None, "missing field 'version'"),
     ([_OPENBLAS], {"TF_ENABLE_ONEDNN_OPTS": 0}, "library_settings must be"),
