@@ -27,6 +27,8 @@ Standard library only, CPython 3.6-clean: it runs before NumPy or any framework 
 import ctypes.util
 import glob
 import os
+import shutil
+import subprocess
 import sys
 from typing import Dict, List, NamedTuple, Optional
 
@@ -127,10 +129,36 @@ def require_library(framework: str, value: str) -> None:
             raise UsageError(f"BLAS backend '{value}' needs the mkl wheel's {MKL_RT_GLOB} in "
                              f"{os.path.join(sys.prefix, 'lib')}, which this environment lacks", backend.fix)
         return
-    present = ctypes.util.find_library("openblas") if backend.needs == "openblas" else (
+    present = linkable("openblas") if backend.needs == "openblas" else (
         backend.needs is None or os.path.exists(backend.needs))
     if not present:
         raise UsageError(f"BLAS backend '{value}' needs {backend.needs}, which this environment lacks", backend.fix)
+
+
+# How a file the linker takes for -l<name> begins: a shared object, or a linker script (as libc.so is).
+_LINKABLE_HEADS = (b"\x7fELF", b"/* GNU ld script", b"INPUT", b"GROUP")
+
+
+def linkable(name: str) -> bool:
+    """Whether `-l<name>` links here, as Theano's compiled modules need: the dynamic loader finds the library and
+    the C++ compiler Theano compiles with finds lib<name>.so, a shared object or a linker script (a runtime-only
+    package, e.g. Debian's libopenblas0 without libopenblas-dev, installs lib<name>.so.N alone, which the loader
+    finds and the linker does not). Without g++ only the loader is asked (the run then fails for the compiler)."""
+    if ctypes.util.find_library(name) is None:
+        return False
+    gxx = shutil.which("g++")
+    if gxx is None:
+        return True
+    try:
+        answer = subprocess.run([gxx, "-print-file-name=lib" + name + ".so"], stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, timeout=60)  # bytes: CPython 3.6 has no text=
+        found = answer.stdout.decode(errors="replace").strip()
+        if not os.path.isabs(found):  # g++ echoes the bare name when no folder of its search holds it
+            return False
+        with open(found, "rb") as fh:
+            return fh.read(16).startswith(_LINKABLE_HEADS)
+    except (OSError, subprocess.SubprocessError):
+        return False
 
 
 def theano_ldflags(value: str) -> str:

@@ -70,6 +70,26 @@ def test_a_campaign_on_a_machine_without_openblas_stops_before_its_first_run(tmp
     assert not (tmp_path / "results").exists()  # nothing recorded, nothing planned
 
 
+# Debian's libopenblas-dev is what gives the linker libopenblas.so, through this alternatives link; the runtime
+# package (libopenblas0) gives libopenblas.so.0 through another.
+DEV_LINK = Path("/etc/alternatives/libopenblas.so-x86_64-linux-gnu")
+
+
+def test_openblas_without_its_development_link_is_missing_for_theano(tmp_path):
+    """The runtime library alone (libopenblas.so.0: the dynamic loader finds it) does not link -lopenblas."""
+    if not DEV_LINK.is_symlink():
+        pytest.skip(f"{DEV_LINK} is not here (Debian's libopenblas-dev on x86-64 makes it)")
+    alternatives = tmp_path / "alternatives"
+    subprocess.run(["cp", "-a", "/etc/alternatives", alternatives], check=True)
+    (alternatives / DEV_LINK.name).unlink()
+    with MountSpace() as space:
+        space.mount("--bind", alternatives, "/etc/alternatives")  # as if libopenblas-dev were not installed
+        proc = _theano_campaign(space, tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.strip().splitlines() == [NO_OPENBLAS]
+    assert not (tmp_path / "results").exists()
+
+
 def _theano_command(tmp_path: Path) -> list:
     """`python -m campaign run` of one smoke Theano run into tmp_path."""
     return [sys.executable, "-m", "campaign", "run", "--workloads", "lstm-imdb", "--frameworks", "theano",
