@@ -23,6 +23,7 @@ from bench.names import check_plain
 
 if TYPE_CHECKING:
     from campaign.plan import Matrix
+    from campaign.runners import Limits
     from campaign.study import Experiment
 
 
@@ -141,6 +142,7 @@ class Request:
     name: str
     threads: int
     timeout: float
+    limits: Limits
 
 
 def check_request(a: argparse.Namespace) -> Request:
@@ -161,8 +163,7 @@ def check_request(a: argparse.Namespace) -> Request:
     runners.check_name(a.runner)
     _gpus(a.gpus)
     _parallel(a.parallel)
-    _limits(a)
-    request = Request(target, matrix, name, _threads(a.threads), _timeout(a.timeout))
+    request = Request(target, matrix, name, _threads(a.threads), _timeout(a.timeout), _limits(a))
     if a.executor == "local":  # this machine runs them (a scheduler's task checks its own node: campaign/task.py)
         _host_preflight(a.runner, matrix)
     return request
@@ -224,7 +225,7 @@ def cmd_run(argv: list[str]) -> int:
     if device == "gpu":
         require_gpu(a.target or "this campaign", target.cpu if target else None)
     slots = _slots(device, a.gpus, _parallel(a.parallel))
-    runner = runners.get(a.runner, device, a.era, tuple(s for s in slots if s is not None), a.data_root, _limits(a))
+    runner = runners.get(a.runner, device, a.era, tuple(s for s in slots if s is not None), a.data_root, request.limits)
     if (a.memory or a.pids) and runner.name != "docker":
         print(f"note: MEMORY and PIDS bound container runs; the {runner.name} runner applies none (run.json says so)",
               flush=True)
