@@ -53,6 +53,10 @@ VARIANT    ?= cpu
 REGISTRY   ?=
 BASE_IMAGE ?=
 export BASE_IMAGE
+# make base ERA=paper: the CPython 3.6.15 source, python.org's file (at its published digest) or a
+# stand-in trusted on first use (versions.local.lock); neither: fetched from python.org.
+PYTHON_SOURCE  ?=
+PYTHON_STANDIN ?=
 
 # Every experiment of campaign/studies/*.toml (demo has its own recipe below).
 CAMPAIGN_TARGETS := cpu-cnn gpu-cnn cpu-lstm gpu-lstm shi-cpu shi-gpu shams-cpu shams-gpu shams-allreduce-cpu shams-allreduce-gpu shams-scaleup-cpu shams-scaleup-gpu shi-multigpu wu-cpu-defaults wu-gpu-defaults wu-cpu-batch wu-cpu-lr wu-gpu-lr wu-cpu-threads wu-cpu-blas ilkarman-train-cpu ilkarman-train-gpu ilkarman-features-cpu ilkarman-features-gpu ilkarman-rnn-cpu ilkarman-rnn-gpu ilkarman-layout-cpu ilkarman-layout-gpu ilkarman-autotune-gpu
@@ -68,7 +72,7 @@ RUN_ARGS = --frameworks "$(FRAMEWORKS)" --era "$(ERA)" --profile "$(PROFILE)" --
 # A campaign handed to a scheduler exits 3 while runs are still queued: report once they are back.
 QUEUED_EXIT := 3
 
-.PHONY: help host envs demo test test-slow test-all lint lock download run analyze report bench-overhead bench-lstm $(CAMPAIGN_TARGETS) ilkarman-cpu ilkarman-gpu wu-cpu wu-gpu
+.PHONY: help host envs demo test test-slow test-paper test-all lint lock download run analyze report bench-overhead bench-lstm $(CAMPAIGN_TARGETS) ilkarman-cpu ilkarman-gpu wu-cpu wu-gpu
 .PHONY: base images push pull verify-lock slurm-up slurm-down
 
 help: ## list the targets and variables
@@ -80,6 +84,7 @@ help: ## list the targets and variables
 	@echo "variables: FRAMEWORKS=\"$(FRAMEWORKS)\" PROFILE=$(PROFILE) (paper|quick|smoke) REPEATS=$(REPEATS)"
 	@echo "           RUNNER=$(RUNNER) (auto|docker|local|system) DATA=$(DATA) (real|synthetic) THREADS CAMPAIGN MIRROR TIMEOUT RETRY_FAILED"
 	@echo "           ERA=$(ERA) (current|paper); images: VARIANT=$(VARIANT) (cpu|gpu) REGISTRY BASE_IMAGE"
+	@echo "           base ERA=paper: PYTHON_SOURCE (python.org's Python-3.6.15.tar.xz/.tgz) or PYTHON_STANDIN (another copy)"
 	@echo "           GPUS=$(GPUS) (all|0,2: one run per GPU at a time) PARALLEL=$(PARALLEL) (CPU runs at once)"
 	@echo "           container runs: MEMORY (e.g. 16g; default the host's less a tenth) PIDS (default 4096)"
 	@echo "           EXECUTOR=$(EXECUTOR) (local|slurm|kubernetes) WAIT=$(WAIT) SLURM_PARTITION SLURM_ACCOUNT SLURM_EXCLUSIVE SLURM_OPTS"
@@ -115,15 +120,25 @@ demo: host ## the main job on built-in synthetic data: CPU, quick profile, 2 rep
 
 # Test tiers (README, "Tests"): lint (ruff and the payload's CPython 3.6 gate), the fast tests (no
 # framework training, no image build; a few minutes) and the slow ones (real training in every
-# framework environment, Docker images and containers, the demo end to end). Each stage prints its
-# wall time.
+# framework environment, Docker images and containers, the demo end to end); the paper-image tests
+# (marked paper_image, slow too: the paper-era modules trained in their CPython 3.6 images) are their own
+# stage, test-paper, after those images are built. Each stage prints its wall time.
 test: host ## lint and the fast tests (CI=true or 'make test-all' adds the slow ones)
 	@t=$$SECONDS; $(MAKE) --no-print-directory lint; echo "stage lint: $$((SECONDS - t)) s"
 	@t=$$SECONDS; $(HOSTPY) -m pytest -q -m "not slow" tests; echo "stage fast tests: $$((SECONDS - t)) s"
 	@$(if $(filter true,$(CI)),$(MAKE) --no-print-directory test-slow,true)
 
 test-slow: host envs ## the slow tests only (after building or checking the framework environments)
-	@t=$$SECONDS; $(HOSTPY) -m pytest -q -m slow --durations=25 tests; echo "stage slow tests: $$((SECONDS - t)) s"
+	@t=$$SECONDS; $(HOSTPY) -m pytest -q -m "slow and not paper_image" --durations=25 tests; \
+	  echo "stage slow tests: $$((SECONDS - t)) s"
+
+# The paper images build on the era's own base (dlrepro/base:paper from make base ERA=paper, else the
+# Dockerfile's registry image); PyTorch's needs torch 0.4.1 from PyTorch's archive and is not among them.
+PAPER_TEST_FRAMEWORKS = tensorflow keras mxnet chainer theano
+test-paper: host ## the paper-image tests (pytest -m paper_image), after building or reusing the paper images
+	$(MAKE) --no-print-directory images ERA=paper FRAMEWORKS="$(PAPER_TEST_FRAMEWORKS)"
+	@t=$$SECONDS; $(HOSTPY) -m pytest -q -m paper_image --durations=25 tests; \
+	  echo "stage paper-image tests: $$((SECONDS - t)) s"
 
 test-all: host ## every test, slow ones included
 	$(HOSTPY) -m pytest -q tests
@@ -174,8 +189,9 @@ verify-lock: host ## check versions.lock against the locks, and pip freeze in ea
 	$(HOSTPY) -m images.lockfile verify $(if $(filter docker,$(RUNNER)),--images,--images-if-engine) \
 	  --frameworks "$(FRAMEWORKS)" --era "$(ERA)" --variant "$(VARIANT)"
 
-base: ## make a Debian 12 base image locally (debootstrap + docker import; no registry needed)
-	images/base/make-base.sh $(or $(BASE_IMAGE),dlrepro/base:bookworm)
+base: $(if $(filter paper,$(ERA)),host) ## make a base image locally, no registry: Debian 12; ERA=paper: Debian 11 + CPython 3.6.15 built here
+	$(if $(filter paper,$(ERA)),HOSTPY=$(HOSTPY) PYTHON_SOURCE="$(PYTHON_SOURCE)" PYTHON_STANDIN="$(PYTHON_STANDIN)" \
+	  images/base/make-paper-base.sh,images/base/make-base.sh $(or $(BASE_IMAGE),dlrepro/base:bookworm))
 
 images: host ## build (or reuse) the images of FRAMEWORKS for ERA and VARIANT
 	$(HOSTPY) -m images build --frameworks "$(FRAMEWORKS)" --era "$(ERA)" --variant "$(VARIANT)"

@@ -239,6 +239,10 @@ def epoch_linearity(t: ResultsTable) -> ClaimResult:
 
 # --- Evaluation ----------------------------------------------------------------------------
 
+# How a caveat ends that says a verdict's runs are not the paper's setup (caveat_for).
+NOT_EVIDENCE = "not evidence about the paper"
+
+
 def caveat_for(rows: Iterable[dict[str, Any]]) -> str:
     """'on synthetic data / quick profile: not evidence about the paper' when any row is either; else ''."""
     rows = list(rows)
@@ -249,7 +253,7 @@ def caveat_for(rows: Iterable[dict[str, Any]]) -> str:
     profiles = sorted({str(r.get("profile")) for r in rows if r.get("profile") != PAPER_PROFILE})
     if profiles:
         parts.append(f"{'/'.join(profiles)} profile")
-    return f"on {' / '.join(parts)}: not evidence about the paper" if parts else ""
+    return f"on {' / '.join(parts)}: {NOT_EVIDENCE}" if parts else ""
 
 
 def evaluate_claims(table: ResultsTable, claims: Sequence[Claim]) -> list[ClaimOutcome]:

@@ -4,9 +4,12 @@ A pair is a paper-era cell and a current-era cell of the same framework, workloa
 data source (the runner may differ: a paper-era image and a current-era environment are two setups of
 the same experiment). Per pair: training time current/paper, the accuracy difference in percentage
 points, and a line saying what changed with the framework versions, judged with the report's accuracy
-tolerance (analysis.transfer.ACCURACY_TOLERANCE_PP). Also here: which paper-era runs ran on the study's
-Python and which on another (a test environment, not the study's setup), and the command that makes
-an era's missing runs.
+tolerance (analysis.transfer.ACCURACY_TOLERANCE_PP). Also here: which paper-era runs ran in their image
+and which outside it (a test environment, not the study's setup); what each run ran on, from its own
+run.json: the image, the base the image was built on (environment.base, written by `make base ERA=paper`),
+the Python's build (environment.python_build: PGO or not) and the BLAS kernels it chose (environment.libraries,
+host.cpu_flags), since a time ratio between the eras depends on them; and the command that makes an era's
+missing runs.
 """
 
 from __future__ import annotations
@@ -20,10 +23,13 @@ from typing import Any
 
 from analysis.claims import PAPER_DATA, PAPER_PROFILE
 from analysis.reference import device_env
-from analysis.runs import CURRENT_ERA, PAPER_ERA
+from analysis.runs import CURRENT_ERA, PAPER_ERA, blas_cores, blas_loaded, python_build_text
 from analysis.stats import Estimate, format_number, ratio
 from analysis.summary import CellSummary
 from analysis.transfer import ACCURACY_TOLERANCE_PP, accuracy_verdict, paired_cells, run_ids
+from bench.request import WRAPPERS
+from bench.schema import BASE_SOURCE_KINDS
+from images.pythonsource import REGISTRY_BASE
 
 # The cell keys both eras' cells share to be the same experiment (every cell key but era and runner).
 ERA_PAIR_KEYS: tuple[str, ...] = ("workload", "framework", "device", "profile", "data_source")
@@ -151,10 +157,21 @@ def on_study_python(row: dict[str, Any]) -> bool | None:
     return None if not python else minor_version(str(python)) == study_python()
 
 
+# What the note on paper-era runs outside their image says (outside_image_text), found in claim caveats.
+OUTSIDE_IMAGE = "outside their image"
+# The runners whose runs run inside the framework's image: Docker, and the HPC wrappers of the same image.
+IMAGE_RUNNERS: tuple[str, ...] = ("docker", *WRAPPERS)
+
+
+def in_image(row: dict[str, Any]) -> bool:
+    """Whether a run ran inside its framework's image (its runner is one of IMAGE_RUNNERS)."""
+    return row.get("runner") in IMAGE_RUNNERS
+
+
 def outside_image_rows(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Paper-era runs that ran on another Python than the study's: the paper's framework versions
-    outside their image, a test environment rather than the study's setup."""
-    return [r for r in rows if r.get("era") == PAPER_ERA and on_study_python(r) is False]
+    """Paper-era runs that did not run in their image (a local, system or other environment): the paper's
+    framework versions outside their image, a test environment rather than the study's setup."""
+    return [r for r in rows if r.get("era") == PAPER_ERA and not in_image(r)]
 
 
 def outside_image_text(rows: Iterable[dict[str, Any]]) -> str:
@@ -163,8 +180,93 @@ def outside_image_text(rows: Iterable[dict[str, Any]]) -> str:
     found = outside_image_rows(rows)
     if not found:
         return ""
-    versions = ", ".join(sorted({minor_version(str(r["python"])) for r in found}))
-    return f"paper-era framework versions on Python {versions}, outside their image: a test environment"
+    versions = ", ".join(sorted({minor_version(str(r["python"])) if r.get("python") else "not recorded"
+                                 for r in found}))
+    return f"paper-era framework versions on Python {versions}, {OUTSIDE_IMAGE}: a test environment"
+
+
+# --- What each run ran on: image, base, Python build, BLAS kernels ------------------------------
+
+# What the registry base the paper-era Dockerfile pins (images.pythonsource.REGISTRY_BASE) runs on; its
+# CPython was configured with --enable-optimizations (PGO).
+REGISTRY_DEBIAN = "Debian 10 (buster)"
+PYTHON_ORG, STANDIN = BASE_SOURCE_KINDS
+
+
+def pgo_of(value: Any) -> bool | None:
+    """A record's pgo (true/false, or the label's 'yes'/'no') as a bool; None when not recorded."""
+    return {True: True, False: False, "yes": True, "no": False}.get(value) if value is not None else None
+
+
+def python_text(run: dict[str, Any]) -> str:
+    """A run's Python and its build: '3.6.15 (no PGO, GCC 10.2.1 20210110)'."""
+    env, host = run.get("environment") or {}, run.get("host") or {}
+    version = host.get("python") or env.get("python") or "?"
+    return f"{version} ({python_build_text(env.get('python_build')) or 'build not recorded'})"
+
+
+def blas_text(run: dict[str, Any]) -> str:
+    """The BLAS that did a run's work and the kernels it chose for the CPU, from the run's record:
+    'openblas (Haswell)', 'onednn', 'mkl'; 'not recorded' before the kit recorded it."""
+    env = run.get("environment") or {}
+    loaded, cores = blas_loaded(env), blas_cores(env)
+    if loaded is None:
+        return "not recorded"
+    return f"{loaded} ({cores})" if cores else loaded
+
+
+def cpu_flags_text(run: dict[str, Any]) -> str:
+    """The host's kernel-choosing CPU features the run recorded (host.cpu_flags): 'avx2 avx512f fma'."""
+    flags = (run.get("host") or {}).get("cpu_flags")
+    return "not recorded" if flags is None else " ".join(flags) or "none of them"
+
+
+def base_text(run: dict[str, Any]) -> str:
+    """The base a run's image was built on, from its run.json (environment.base, /etc/dlrepro/base.json of the
+    kit's own base): 'made here: Debian 11.11 (bullseye), CPython 3.6.15 from a stand-in source (<file>, sha256
+    <hex>)'; for an image run without the record, that it has none; '— (no image)' for a run outside an image."""
+    env = run.get("environment") or {}
+    base = env.get("base")
+    if base:
+        origin = "a stand-in source" if base.get("source_kind") == STANDIN else "python.org's file"
+        return (f"made here: Debian {base.get('debian_version')} ({base.get('debian_release')}), CPython "
+                f"{base.get('python')} from {origin} ({base.get('source')}, sha256 {base.get('source_sha256')})")
+    return "no base record in the image" if in_image(run.get("config") or {}) else "— (no image)"
+
+
+def base_departure_text(base: dict[str, Any]) -> str:
+    """How a base made here by `make base ERA=paper` departs from the registry's python:3.6.15-slim-buster, in
+    one sentence from its record (run.json environment.base): the source (a stand-in, or python.org's file at its
+    published digest) with its sha256, the Debian release, and PGO."""
+    if base.get("source_kind") == STANDIN:
+        origin = (f"a stand-in source, {base.get('source')} (sha256 {base.get('source_sha256')}, trusted on first "
+                  "use: not python.org's file checked at its published digest)")
+    else:
+        origin = f"python.org's {base.get('source')} (sha256 {base.get('source_sha256')}, its published digest)"
+    pgo = pgo_of(base.get("pgo"))
+    pgo_text = ("with PGO, as the registry image's" if pgo else "without PGO (the registry image's CPython was "
+                "built with PGO)" if pgo is False else "PGO not recorded")
+    return (f"CPython {base.get('python')} built here (`make base ERA=paper`) from {origin}, on Debian "
+            f"{base.get('debian_version')} ({base.get('debian_release')}) instead of the registry image "
+            f"{REGISTRY_BASE}'s {REGISTRY_DEBIAN}, {pgo_text}")
+
+
+# What of the paper-era PyTorch image no one can check (images/external.py: torch 0.4.1, trusted on first use).
+PYTORCH_UNVERIFIED = (
+    "torch 0.4.1's wheel comes from PyTorch's own wheel archive, which publishes no sha256 of it: it is trusted on "
+    "first use (the digest the first build got is recorded in versions.local.lock and in the image's label "
+    "org.dlrepro.external.torch, and a later build refuses any other file), so nothing checks that it is the file "
+    "PyTorch published for the study; where the archive cannot be reached, the PyTorch paper-era image is not built")
+
+
+def pytorch_paper_note(rows: Iterable[dict[str, Any]]) -> str:
+    """What is unverified about the paper era's PyTorch, for a set of runs holding any PyTorch run: said of its
+    paper-era runs, or why there may be none; '' when no PyTorch run is among them."""
+    torch = [r for r in rows if r.get("framework") == "pytorch"]
+    if not torch:
+        return ""
+    absent = "" if any(r.get("era") == PAPER_ERA for r in torch) else "No paper-era PyTorch run here. "
+    return f"{absent}Paper-era PyTorch (what is unverified): {PYTORCH_UNVERIFIED}."
 
 
 # --- The command that makes an era's missing runs -----------------------------------------

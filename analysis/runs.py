@@ -87,7 +87,13 @@ RUN_DTYPES: dict[str, str] = {
     # empty outside such a sweep, where each module runs the switch's first value).
     "cudnn_autotune": _STR, "rnn_kernel": _STR, "layout": _STR,
     "trainable_params": _INT, "runner": _STR, "image_digest": _STR, "env_id": _STR, "framework_version": _STR,
-    "python": _STR, "run_dir": _STR,
+    "python": _STR,
+    # What a time depends on beside the versions (empty for runs before the kit recorded it): how the run's Python
+    # was built ('no PGO, GCC 10.2.1': python_build_text()), the kernels its BLAS chose for the CPU (blas_cores():
+    # OpenBLAS's core, e.g. Haswell) and the host's kernel-choosing CPU features (host.cpu_flags); for a run in an
+    # image on the kit's own base (`make base ERA=paper`), that base's Debian and CPython source (environment.base).
+    "python_build": _STR, "blas_core": _STR, "cpu_flags": _STR, "base_debian": _STR, "base_source": _STR,
+    "run_dir": _STR,
 }
 RUN_COLUMNS: tuple[str, ...] = tuple(RUN_DTYPES)
 
@@ -359,6 +365,10 @@ def run_row(run_dir: Path, run: dict, epochs: Sequence[dict[str, Any]], problems
         "env_id": env.get("env_id"),
         "framework_version": env.get("framework_version"),
         "python": run_python(run),
+        "python_build": python_build_text(env.get("python_build")),
+        "blas_core": blas_cores(env),
+        "cpu_flags": None if (run.get("host") or {}).get("cpu_flags") is None else " ".join(run["host"]["cpu_flags"]),
+        **base_columns(env.get("base")),
         "run_dir": str(run_dir),
     }
     has_cache = any(v is not None for v in cached.values())
@@ -407,6 +417,37 @@ def blas_loaded(environment: dict) -> str | None:
     found = [lib for lib in libraries if lib.get("kind") == "blas"]
     own = [lib for lib in found if not any(part.endswith(_BUNDLED) for part in Path(lib["filepath"]).parts)]
     return "+".join(sorted({lib["api"] for lib in own or found})) or None
+
+
+def blas_cores(environment: dict) -> str | None:
+    """The kernels the BLAS that did a run's work (blas_loaded()) chose for the CPU, as it names them
+    (environment.libraries' architecture: OpenBLAS's core, e.g. 'Haswell', 'SkylakeX'), distinct, joined by '+';
+    None where it names none (MKL, TensorFlow's kernels) or the run recorded no libraries."""
+    loaded = blas_loaded(environment)
+    if loaded is None:
+        return None
+    apis = loaded.split("+")
+    cores = sorted({str(lib["architecture"]) for lib in environment.get("libraries") or []
+                    if lib.get("kind") == "blas" and lib.get("api") in apis and lib.get("architecture")})
+    return "+".join(cores) or None
+
+
+def python_build_text(build: dict | None) -> str | None:
+    """How a run's Python was built (run.json environment.python_build: bench/pythonbuild.py): 'PGO, LTO, GCC
+    8.3.0', 'no PGO, GCC 10.2.1 20210110'; None for runs before the kit recorded it."""
+    if not build:
+        return None
+    return ", ".join(["PGO" if build.get("pgo") else "no PGO", *(["LTO"] if build.get("lto") else []),
+                      *([str(build["compiler"])] if build.get("compiler") else [])])
+
+
+def base_columns(base: dict | None) -> dict[str, str | None]:
+    """The run table's base_debian ('11.11 (bullseye)') and base_source ('stand-in Python-3.6.15.tar.xz
+    sha256:<hex>') of a run's environment.base; None for a run without the record."""
+    if not base:
+        return {"base_debian": None, "base_source": None}
+    return {"base_debian": f"{base.get('debian_version')} ({base.get('debian_release')})",
+            "base_source": f"{base.get('source_kind')} {base.get('source')} sha256:{base.get('source_sha256')}"}
 
 
 def run_python(run: dict) -> str | None:

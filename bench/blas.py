@@ -16,7 +16,9 @@ lies in the file's own mapped addresses (a Python extension such as SciPy's ``cy
 OpenBLAS's functions through its dependencies, but is no BLAS), and a file is only opened with
 RTLD_NOLOAD, so reading never loads anything into the run.
 
-Call it after the framework has trained: frameworks load their BLAS lazily.
+Call it after the framework has trained: frameworks load their BLAS lazily. OpenBLAS names the kernels it
+chose for this CPU (``architecture``: its core, e.g. Haswell, SkylakeX); ``cpu_flags()`` records the CPU's
+instruction sets those choices are made by, so a time ratio between two runs can be read against both.
 
 Linux only (``/proc``); elsewhere nothing is recorded. Standard library only, CPython 3.6-clean.
 """
@@ -44,6 +46,11 @@ _MKL_LAYERS = {0: "intel", 1: "sequential", 2: "pgi", 3: "gnu", 4: "tbb", -1: "n
 SETTING_VARS = {"tensorflow": ("TF_ENABLE_ONEDNN_OPTS", "TF_CUDNN_USE_AUTOTUNE"),
                 "mxnet": ("MXNET_CUDNN_AUTOTUNE_DEFAULT",)}
 _VERSION = re.compile(r"[0-9]+(?:\.[0-9]+)+")
+CPUINFO = "/proc/cpuinfo"
+# The instruction sets a BLAS (OpenBLAS's DYNAMIC_ARCH core, MKL's and oneDNN's code paths) chooses its kernels by,
+# oldest first: the CPU features behind a run's time, recorded beside the kernels chosen (run.json host.cpu_flags).
+KERNEL_FLAGS = ("sse4_2", "avx", "fma", "avx2", "avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16",
+                "amx_tile")
 
 
 def mapped_files(maps: str = MAPS) -> Dict[str, List[Tuple[int, int]]]:
@@ -114,6 +121,21 @@ def describe(path: str, ranges: List[Tuple[int, int]]) -> Optional[Dict[str, Any
     return None
 
 
+def cpu_flags(cpuinfo: str = CPUINFO) -> Optional[List[str]]:
+    """run.json's host.cpu_flags: the KERNEL_FLAGS this CPU has (its first processor's flags line), in
+    KERNEL_FLAGS order; None when the file cannot be read or has no flags line (not Linux on x86)."""
+    try:
+        with open(cpuinfo, encoding="utf-8") as fh:
+            for line in fh:
+                key, _, value = line.partition(":")
+                if key.strip() == "flags":
+                    present = set(value.split())
+                    return [flag for flag in KERNEL_FLAGS if flag in present]
+    except OSError:
+        pass
+    return None
+
+
 def library_settings() -> Dict[str, Optional[str]]:
     """The environment variables that choose a loaded framework's CPU kernels, as this process sees them
     ({variable: value}, None when unset: the framework's default applies); empty when none is loaded."""
@@ -176,12 +198,21 @@ def _openblas(lib: _Library, path: str) -> Optional[Dict[str, Any]]:
         config = lib.call_text(prefix + "openblas_get_config" + suffix)
         if config is None:
             continue
-        words = config.split()
         parallel = lib.call_int(prefix + "openblas_get_parallel" + suffix)
-        return _entry("blas", "openblas", path, version=words[1] if len(words) > 1 else None,
+        return _entry("blas", "openblas", path, version=openblas_version(config),
                       num_threads=lib.call_int(prefix + "openblas_get_num_threads" + suffix),
                       threading_layer=_OPENBLAS_PARALLEL.get(parallel) if parallel is not None else None,
                       architecture=lib.call_text(prefix + "openblas_get_corename" + suffix))
+    return None
+
+
+def openblas_version(config: str) -> Optional[str]:
+    """The version an OpenBLAS config line names ('OpenBLAS 0.3.21 DYNAMIC_ARCH ...' -> '0.3.21'); None for the
+    lines of OpenBLAS before 0.3.4, which name no version ('DYNAMIC_ARCH NO_AFFINITY Barcelona MAX_THREADS=64',
+    the paper era's NumPy 1.14 wheels)."""
+    words = config.split()
+    if len(words) > 1 and words[0] == "OpenBLAS" and _VERSION.match(words[1]):
+        return words[1]
     return None
 
 

@@ -39,6 +39,7 @@ from bench import (
     measurement,
     modelplan,
     prepared,
+    pythonbuild,
     request,
     schema,
     switches,
@@ -74,6 +75,7 @@ def host_info() -> dict:
         "cpu_model": cpu_name(),
         "cpu_count": os.cpu_count(),
         "cpu_physical_cores": threads.physical_cores(),
+        "cpu_flags": blas.cpu_flags(),  # the instruction sets the BLAS's kernels were chosen by
         "cpu_affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
         "mem_total_mb": round(psutil.virtual_memory().total / 2**20),
         "gpus": gpus.devices,
@@ -270,6 +272,7 @@ def run(req: dict, out: Path, data_dir: Optional[Path] = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     data_dir = Path(data_dir or request.data_folder(req["data"]) or "")
     record = schema.run_record(req, host=host_info())
+    record_build(record["environment"])
     gpus = gpus_used(assigned_gpus(), record["host"]["gpus"])
     if gpus:
         record["device_used"]["gpu"] = gpus[0]
@@ -312,6 +315,22 @@ def record_libraries(environment: dict) -> None:
         environment["libraries"] = [dict(lib, filepath=blas.shared_path(lib["filepath"])) for lib in libraries]
     if settings:
         environment["library_settings"] = settings
+
+
+def record_build(environment: dict, base_file: str = pythonbuild.BASE_FILE) -> None:
+    """Record in run.json's environment how this Python was built and, in an image on the kit's own base, that
+    base's record (`base_file`: bench/pythonbuild.py). A base record that cannot be read or is malformed is said
+    in one line of the log and left out: the run's results matter more than this field."""
+    environment["python_build"] = pythonbuild.python_build()
+    try:
+        base = pythonbuild.base_record(base_file)
+        problem = None if base is None else schema.base_problem(base)
+    except (OSError, ValueError) as exc:  # unreadable, or not JSON
+        base, problem = None, str(exc)
+    if problem:
+        print(f"warning: {base_file} not recorded: {problem}", file=sys.stderr)
+    elif base is not None:
+        environment["base"] = base
 
 
 def summarize_monitor(out: Path, t0: Optional[float], t1: Optional[float]) -> dict:

@@ -200,6 +200,23 @@ RUN_LIBRARY_FIELDS = {"kind": (str,), "api": (str,), "filepath": (str,), "versio
                       "num_threads": OPT_INT, "threading_layer": OPT_STR, "architecture": OPT_STR}
 # environment.library_settings (optional): {variable: value or null when unset} of the variables a loaded
 # framework reads to choose its CPU kernels (blas.SETTING_VARS: TensorFlow's TF_ENABLE_ONEDNN_OPTS), as set.
+# environment.python_build (optional: runs before it lack it): how the run's Python was built, as the interpreter
+# says (bench/pythonbuild.py): configure's feature options, the C compiler and optimization flags, and pgo / lto
+# (true or false: whether configure asked for profile-guided and link-time optimization).
+RUN_PYTHON_BUILD_FIELDS = {"implementation": (str,), "version": (str,), "compiler": OPT_STR, "configure": (list,),
+                           "opt": OPT_STR}
+PYTHON_BUILD_FLAGS = ("pgo", "lto")
+# environment.base (optional: only a run in an image built on the kit's own base, `make base ERA=paper`, has it):
+# that base's record, copied from the image's /etc/dlrepro/base.json (bench/pythonbuild.py); pgo is true or false
+# (or "yes"/"no", as its label says), configure the options CPython was configured with.
+RUN_BASE_FIELDS = {"era": (str,), "debian_release": (str,), "debian_version": (str,), "python": (str,),
+                   "source": (str,), "source_sha256": (str,), "source_kind": (str,), "configure": (str, list),
+                   "cc": (str,), "departs_from": (str,)}
+# Where the base's CPython source came from: python.org's file, accepted at its published sha256, or another file
+# named as a stand-in (its sha256 trusted on first use).
+BASE_SOURCE_KINDS = ("python.org", "stand-in")
+# host.cpu_flags (optional: runs before it, and runs off Linux, lack it): the instruction sets of the host CPU a BLAS
+# chooses its kernels by (bench.blas.KERNEL_FLAGS), those it has.
 # dataset's split sizes and floor, filled in by the entrypoint once the data is loaded (optional: failed
 # runs and runs before them lack them). test_majority_rate: the accuracy of always guessing the most
 # frequent label of the test rows (bench.frameworks.common.majority_rate), what a run must clear to
@@ -341,6 +358,7 @@ def validate_run(obj: dict, where: str = RUN_FILE) -> dict:
             raise SchemaError(f"{where}: dataset: {problem}")
     _check_device_gpus(obj, where)
     _check_libraries(obj["environment"], where)
+    _check_build(obj, where)
     if obj["config"]["runner"] in ("docker",) + WRAPPERS:
         # A container run names the exact image it ran in.
         image = obj["environment"].get("image_digest")
@@ -479,6 +497,39 @@ def _check_libraries(environment, where):
     if settings is not None and (not isinstance(settings, dict) or not all(
             isinstance(k, str) and isinstance(v, OPT_STR) for k, v in settings.items())):
         raise SchemaError(f"{where}: environment.library_settings must be {{variable: value or null}}")
+
+
+def _check_build(obj, where):
+    """environment.python_build, environment.base and host.cpu_flags, when present."""
+    environment = obj["environment"]
+    if "python_build" in environment:
+        build = environment["python_build"]
+        at = f"{where}: environment.python_build"
+        _check_fields(build, RUN_PYTHON_BUILD_FIELDS, at)
+        if not all(isinstance(build.get(flag), bool) for flag in PYTHON_BUILD_FLAGS):
+            raise SchemaError(f"{at} needs {' and '.join(PYTHON_BUILD_FLAGS)} true or false")
+        if not all(isinstance(option, str) for option in build["configure"]):
+            raise SchemaError(f"{at}.configure must be a list of configure options")
+    if "base" in environment:
+        problem = base_problem(environment["base"])
+        if problem:
+            raise SchemaError(f"{where}: environment.base: {problem}")
+    flags = (obj["host"] or {}).get("cpu_flags")
+    if flags is not None and (not isinstance(flags, list) or not all(isinstance(f, str) for f in flags)):
+        raise SchemaError(f"{where}: host.cpu_flags must be a list of CPU flag names")
+
+
+def base_problem(base) -> Optional[str]:
+    """Why `base` is no base record run.json can hold (RUN_BASE_FIELDS: /etc/dlrepro/base.json), or None."""
+    try:
+        _check_fields(base, RUN_BASE_FIELDS, "base record")
+    except SchemaError as exc:
+        return str(exc)
+    if base["source_kind"] not in BASE_SOURCE_KINDS:
+        return f"source_kind {base['source_kind']!r} is not one of {BASE_SOURCE_KINDS}"
+    if base.get("pgo") not in (True, False, "yes", "no"):
+        return f"pgo {base.get('pgo')!r} is not true, false, 'yes' or 'no'"
+    return None
 
 
 def _upgrade(obj):

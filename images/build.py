@@ -23,9 +23,14 @@ input builds a new one; host code (campaign/, images/, data/, analysis/) never e
 never changes a tag. The build inputs are left out of that hash on purpose: the lock's hashes
 decide what gets installed, wherever pip finds it.
 
-The base image must be pinned: the Dockerfile's default is a digest, and a base given by tag
-(BASE_IMAGE=dlrepro/base:bookworm, e.g. made by images/base/make-base.sh) is resolved to the
-local image's id before the build, so every build names its base by digest.
+The base is chosen per era in one place (``base_image``): BASE_IMAGE when set; else the era's local
+base (``dlrepro/base:bookworm`` from ``make base``, ``dlrepro/base:paper`` from ``make base ERA=paper``)
+when the engine has it; else the Dockerfile's own default. It must be pinned: the Dockerfile's
+default is a digest, and a base given by tag (a local base, or BASE_IMAGE=TAG) is resolved to the
+local image's id before the build, so every build names its base by digest. A base labelled for another
+era (org.dlrepro.base-era) is refused. The base's Debian release (its label org.dlrepro.debian-release,
+else its /etc/os-release; the paper Dockerfile's default is buster) picks the release's package pins
+from images/frameworks.toml, so it enters the tag through the packages.
 
 Environment variables read at build time (never written into the repository):
 DLREPRO_CA_CERTS (':'-separated certificate files; default the first of PIP_CERT,
@@ -71,12 +76,54 @@ _BASE_ARG = re.compile(r"^ARG BASE_IMAGE=(\S+)", re.MULTILINE)
 # torch 0.4.1 name no CUDA in their package names).
 _CUDA_LINE = re.compile(r"(?m)^# cuda: (\d+\.\d+)\b")
 DEBIAN_ARCHIVE_VAR = "DLREPRO_DEBIAN_ARCHIVE"
+BASE_ERA_LABEL = f"{LABEL_PREFIX}base-era"
+DEBIAN_RELEASE_LABEL = f"{LABEL_PREFIX}debian-release"
+# The local base an era's images are built on when no BASE_IMAGE is given and the engine has it.
+ERA_BASES = {"current": "dlrepro/base:bookworm", "paper": "dlrepro/base:paper"}
+_CODENAME = re.compile(r'(?m)^VERSION_CODENAME="?([a-z0-9-]+)"?\s*$')
 
 
 def era_packages() -> dict:
     """images/frameworks.toml: per era its Debian packages ("apt") and, per framework, its own."""
     with open(FRAMEWORKS_FILE, "rb") as fh:
         return tomllib.load(fh)
+
+
+def default_release(era: str) -> str:
+    """The Debian release of the era's Dockerfile default base (frameworks.toml's `debian`)."""
+    return era_packages()[era]["debian"]
+
+
+def _tables(era: str) -> list[dict]:
+    table = era_packages()[era]
+    return [table, *table.get("frameworks", {}).values()]
+
+
+def era_releases(era: str) -> list[str]:
+    """The Debian releases the era pins packages for (its apt tables' keys); empty when its packages are one
+    list, whatever the base."""
+    found: dict[str, None] = {}
+    for entry in _tables(era):
+        if isinstance(entry.get("apt"), dict):
+            found |= dict.fromkeys(entry["apt"])
+    return list(found)
+
+
+def apt_packages(entry: dict, release: str) -> list[str]:
+    """An entry's Debian packages ("apt") for a Debian release: a list holds for any release, a table is
+    keyed by release."""
+    apt = entry.get("apt", [])
+    return list(apt.get(release, [])) if isinstance(apt, dict) else list(apt)
+
+
+def check_release(era: str, release: str, base: str | None = None) -> None:
+    """UsageError when the era pins its packages per release and not for this (base's) release."""
+    known = era_releases(era)
+    if known and release not in known:
+        what = f"base image {base} is Debian {release}, but" if base else f"for Debian {release}:"
+        raise UsageError(f"{what} the {era} era's Debian packages are pinned for {' and '.join(known)} only "
+                         "(images/frameworks.toml)",
+                         f"unset BASE_IMAGE to build on the era's own base, or pin the packages for {release}")
 
 
 @dataclass(frozen=True)
@@ -118,11 +165,14 @@ class ImageSpec:
                                  f"{path.relative_to(REPO)} is missing",
                                  "pick another ERA/VARIANT, or run 'make lock' for a missing lock")
 
-    def packages(self) -> dict[str, str]:
-        """The Debian packages as build arguments: ERA_PACKAGES and FRAMEWORK_PACKAGES."""
+    def packages(self, release: str | None = None) -> dict[str, str]:
+        """The Debian packages as build arguments, ERA_PACKAGES and FRAMEWORK_PACKAGES, for the base's Debian
+        release (default: that of the Dockerfile's own base)."""
+        release = release or default_release(self.era)
+        check_release(self.era, release)
         era = era_packages()[self.era]
-        own = era.get("frameworks", {}).get(self.framework, {}).get("apt", [])
-        return {"ERA_PACKAGES": " ".join(era.get("apt", [])), "FRAMEWORK_PACKAGES": " ".join(own)}
+        own = apt_packages(era.get("frameworks", {}).get(self.framework, {}), release)
+        return {"ERA_PACKAGES": " ".join(apt_packages(era, release)), "FRAMEWORK_PACKAGES": " ".join(own)}
 
 
 def lock_files(spec: ImageSpec) -> dict[str, Path]:
@@ -147,23 +197,24 @@ def payload_files(era: str) -> list[Path]:
                   if "__pycache__" not in p.parts and not any(p.is_relative_to(o) for o in others))
 
 
-def inputs_sha256(spec: ImageSpec, base: str | None) -> str:
-    """Hash of everything that decides the image's content (not the optional build inputs)."""
+def inputs_sha256(spec: ImageSpec, base: str | None, release: str | None = None) -> str:
+    """Hash of everything that decides the image's content (not the optional build inputs); the base's Debian
+    release enters through the packages pinned for it."""
     digest = hashlib.sha256()
     parts = [("Dockerfile", spec.dockerfile), ("install-lock.sh", INSTALL_SCRIPT)]
     parts += [(f"lock/{name}", path) for name, path in sorted(lock_files(spec).items())]
     parts += [(str(p.relative_to(REPO)), p) for p in payload_files(spec.era)]
     for name, path in parts:
         digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
-    args = "".join(f"{k}={v}\0" for k, v in sorted(spec.packages().items()))
+    args = "".join(f"{k}={v}\0" for k, v in sorted(spec.packages(release).items()))
     digest.update(f"{args}framework={spec.framework}\0base={base or 'dockerfile-default'}\0"
                   f"variant={spec.variant}".encode())
     return digest.hexdigest()
 
 
-def tag(spec: ImageSpec, base: str | None) -> str:
+def tag(spec: ImageSpec, base: str | None, release: str | None = None) -> str:
     """dlrepro/<framework>:<era>-<variant>-<first 12 hex of inputs_sha256>."""
-    return f"{REPOSITORY}/{spec.framework}:{spec.era}-{spec.variant}-{inputs_sha256(spec, base)[:12]}"
+    return f"{REPOSITORY}/{spec.framework}:{spec.era}-{spec.variant}-{inputs_sha256(spec, base, release)[:12]}"
 
 
 def cuda_of_lock(lock_text: str) -> str | None:
@@ -185,16 +236,17 @@ def external_label(pin: external.ExternalPin) -> str:
     return f"{LABEL_PREFIX}external.{_norm(pin.name)}"
 
 
-def labels(spec: ImageSpec, base: str | None, fetched: list[external.FetchedFile] = ()) -> dict[str, str]:
-    """Labels every image carries: framework, era, variant, the lock hash, the inputs hash, the base,
-    for GPU images the CUDA runtime they carry (read by the GPU pre-flight), and for each file taken
-    from outside the index the sha256 it was trusted with and where from."""
+def labels(spec: ImageSpec, base: str | None, fetched: list[external.FetchedFile] = (),
+           release: str | None = None) -> dict[str, str]:
+    """Labels every image carries: framework, era, variant, the lock hash, the inputs hash (of the packages for
+    the base's Debian release), the base, for GPU images the CUDA runtime they carry (read by the GPU
+    pre-flight), and for each file taken from outside the index the sha256 it was trusted with and where from."""
     cuda = cuda_of_lock(spec.lock.read_text()) if spec.variant == "gpu" else None
     trusted = {external_label(f.pin): f"sha256:{f.sha256} {f.pin.path}" for f in fetched}
     return {**({f"{LABEL_PREFIX}cuda": cuda} if cuda else {}), **trusted,
         f"{LABEL_PREFIX}framework": spec.framework, f"{LABEL_PREFIX}era": spec.era,
         f"{LABEL_PREFIX}variant": spec.variant, f"{LABEL_PREFIX}lock-sha256": lock_sha256(spec),
-        f"{LABEL_PREFIX}inputs-sha256": inputs_sha256(spec, base),
+        f"{LABEL_PREFIX}inputs-sha256": inputs_sha256(spec, base, release),
         f"{LABEL_PREFIX}base-image": base or "dockerfile-default",
     }
 
@@ -227,10 +279,14 @@ def index_build_args() -> dict[str, str]:
     return out
 
 
-def era_build_args(era: str) -> dict[str, str]:
-    """Build arguments only an era's Dockerfile declares: the paper era's DEBIAN_ARCHIVE when set."""
+def era_build_args(era: str, release: str | None = None) -> dict[str, str]:
+    """Build arguments only an era's Dockerfile declares: the paper era's DEBIAN_ARCHIVE when set, and the
+    base's DEBIAN_RELEASE where the era pins packages per release."""
     archive = os.environ.get(DEBIAN_ARCHIVE_VAR, "").strip()
-    return {"DEBIAN_ARCHIVE": archive} if era == "paper" and archive else {}
+    out = {"DEBIAN_ARCHIVE": archive} if era == "paper" and archive else {}
+    if era_releases(era):
+        out["DEBIAN_RELEASE"] = release or default_release(era)
+    return out
 
 
 def stage_context(spec: ImageSpec, dest: Path, fetched: list[external.FetchedFile] = (),
@@ -317,13 +373,72 @@ def dockerfile_base(spec: ImageSpec) -> str:
     return found.group(1)
 
 
-# What to do when the base cannot be pulled: the current era has a registry-free base (make base); the
-# paper era's CPython 3.6 comes only with its Docker Hub image.
+# What to do when the base cannot be pulled: each era has a registry-free base (make base; for the paper
+# era, CPython 3.6.15 built from source on Debian 11, which later builds find by its tag).
 BASE_FIXES = {
-    "current": "make base, then pass BASE_IMAGE=dlrepro/base:bookworm (no registry needed); or RUNNER=local",
-    "paper": "the paper era needs CPython 3.6 from that image (make base has none): pull it where a registry "
-             "answers and 'docker save' it into 'docker load' here, or give its digest as BASE_IMAGE",
+    "current": "make base (a Debian 12 base without any registry; later builds use it), or RUNNER=local",
+    "paper": "make base ERA=paper (CPython 3.6.15 built from source, no registry needed; the paper images then "
+             "build on dlrepro/base:paper), or pull the image where a registry answers and 'docker save' it into "
+             "'docker load' here",
 }
+
+
+def base_image(docker_client, era: str) -> str | None:
+    """The base `era`'s images are built on, for every caller (make images, the docker and Charliecloud
+    runners): BASE_IMAGE when set; else the era's local base (ERA_BASES: made by `make base` and
+    `make base ERA=paper`) when the engine has it; else None, the Dockerfile's pinned default."""
+    given = os.environ.get(BASE_IMAGE_VAR, "").strip()
+    if given:
+        return given
+    local = ERA_BASES.get(era)
+    return local if local and find(docker_client, local) is not None else None
+
+
+def os_release_codename(docker_client, image_id: str) -> str | None:
+    """VERSION_CODENAME of the image's /etc/os-release, read from its file system (a container is created,
+    never started); None when it has none."""
+    import io
+    import tarfile
+
+    from docker.errors import NotFound
+
+    container = docker_client.containers.create(image_id, command=["true"], network_disabled=True)
+    try:
+        # /etc/os-release is a symbolic link to /usr/lib/os-release on newer releases.
+        for path in ("/usr/lib/os-release", "/etc/os-release"):
+            try:
+                chunks, _ = container.get_archive(path)
+            except NotFound:
+                continue
+            with tarfile.open(fileobj=io.BytesIO(b"".join(chunks))) as tar:
+                member = tar.next()
+                if member is None or not member.isfile():
+                    continue
+                found = _CODENAME.search(tar.extractfile(member).read().decode(errors="replace"))
+                return found.group(1) if found else None
+        return None
+    finally:
+        container.remove(force=True)
+
+
+def base_release(docker_client, base: str | None, era: str) -> str:
+    """The base's Debian release (None: the Dockerfile's default base, whose release frameworks.toml names),
+    pulling a pinned base that is not here yet. UsageError for a base labelled for another era, or of a
+    release the era pins no packages for."""
+    if base is None:
+        return default_release(era)
+    ensure_base(docker_client, base, era)
+    image = docker_client.images.get(base)
+    found = image.labels or {}
+    base_era = found.get(BASE_ERA_LABEL)
+    if base_era and base_era != era:
+        own = f"{ERA_BASES[era]} when made, else the Dockerfile's base" if era in ERA_BASES else "the Dockerfile's base"
+        raise UsageError(f"base image {(image.tags or [base])[0]} is made for the {base_era} era "
+                         f"({BASE_ERA_LABEL}={base_era}), not for ERA={era}",
+                         f"unset BASE_IMAGE (ERA={era} then builds on {own}) or set it to a {era}-era base")
+    release = found.get(DEBIAN_RELEASE_LABEL) or os_release_codename(docker_client, image.id) or "unknown"
+    check_release(era, release, (image.tags or [base])[0])
+    return release
 
 
 def ensure_base(docker_client, ref: str, era: str = "current") -> None:
@@ -383,11 +498,34 @@ def _say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def build(docker_client, spec: ImageSpec, base_ref: str | None = None, quiet: bool = False):
-    """Build the image (or reuse it when its tag exists); return the docker SDK Image."""
+@dataclass(frozen=True)
+class Planned:
+    """What an image is built on and called: its base pinned (None: the Dockerfile's default), the base's
+    Debian release, and the tag."""
+
+    base: str | None
+    release: str
+    tag: str
+
+
+def plan(docker_client, spec: ImageSpec, base_ref: str | None) -> Planned:
+    """The pinned base, its Debian release and the image's tag (the base is pulled when pinned and absent;
+    the Dockerfile's default base is not needed to name the image)."""
     spec.check()
     base = resolve_base(docker_client, base_ref)
-    image_tag = tag(spec, base)
+    release = base_release(docker_client, base, spec.era)
+    return Planned(base, release, tag(spec, base, release))
+
+
+def build(docker_client, spec: ImageSpec, base_ref: str | None = None, quiet: bool = False):
+    """Build the image (or reuse it when its tag exists); return the docker SDK Image. base_ref: what
+    base_image() chose (None: the Dockerfile's default)."""
+    return build_planned(docker_client, spec, plan(docker_client, spec, base_ref), quiet)
+
+
+def build_planned(docker_client, spec: ImageSpec, planned: Planned, quiet: bool = False):
+    """build() of an image plan() has named."""
+    base, release, image_tag = planned.base, planned.release, planned.tag
     existing = find(docker_client, image_tag)
     if existing is not None:
         check_trusted(existing, external.recorded(), spec)
@@ -398,7 +536,7 @@ def build(docker_client, spec: ImageSpec, base_ref: str | None = None, quiet: bo
     # declared index (torch 2.13.0+cpu) fetched on the host too, where a loopback mirror answers.
     fetched = external.fetch_all(spec.lock.read_text())
     indexed = sources.fetch_all(spec.lock)
-    build_args = {**spec.packages(), **index_build_args(), **era_build_args(spec.era)}
+    build_args = {**spec.packages(release), **index_build_args(), **era_build_args(spec.era, release)}
     if base:
         build_args[BASE_IMAGE_VAR] = base
     with tempfile.TemporaryDirectory(prefix="dlrepro-build-") as ctx:
@@ -406,7 +544,8 @@ def build(docker_client, spec: ImageSpec, base_ref: str | None = None, quiet: bo
         _say(f"building {image_tag} ({counts['certs']} extra CA files, {counts['wheels']} wheelhouse files) ...")
         log: list[str] = []
         stream = docker_client.api.build(
-            path=ctx, tag=image_tag, buildargs=build_args, labels=labels(spec, base, fetched), rm=True, forcerm=True,
+            path=ctx, tag=image_tag, buildargs=build_args, labels=labels(spec, base, fetched, release), rm=True,
+            forcerm=True,
             decode=True, network_mode=os.environ.get("DLREPRO_BUILD_NETWORK", "host"), pull=False,
         )
         for chunk in stream:

@@ -189,8 +189,7 @@ def _run_logged(cmd: list[str], log: Path, what: str) -> None:
         )
 
 
-def _build(env_dir: Path, lock: Path, sha: str, base_python: str, log: Path, check: bool = True,
-           find_links: list[str] = ()) -> None:
+def _build(env_dir: Path, lock: Path, sha: str, base_python: str, log: Path, find_links: list[str] = ()) -> None:
     if env_dir.exists():
         _say(f"removing incomplete environment {env_dir.name} (an earlier build did not finish)")
         shutil.rmtree(env_dir)
@@ -210,8 +209,7 @@ def _build(env_dir: Path, lock: Path, sha: str, base_python: str, log: Path, che
     extra = shlex.split(args_file.read_text(), comments=True) if args_file.is_file() else []
     _run_logged([*pip, *find_links, *extra, "-r", str(lock)], log, f"installing {_show(lock)}")
     # The lock must satisfy its own dependency metadata; a broken lock fails here, not mid-run.
-    if check:
-        _run_logged([str(python), "-m", "pip", "check"], log, "checking the installed packages (pip check)")
+    _run_logged([str(python), "-m", "pip", "check"], log, "checking the installed packages (pip check)")
     (env_dir / MARKER).write_text(sha + "\n")
 
 
@@ -227,10 +225,9 @@ def ensure_env(framework: str, era: str = "current") -> EnvInfo:
     return ensure_lock_env(lock, f"{framework}-{era}")
 
 
-def ensure_lock_env(lock: Path, label: str, check: bool = True) -> EnvInfo:
+def ensure_lock_env(lock: Path, label: str) -> EnvInfo:
     """The environment of any hash-locked requirements file (named `label`-<lock sha256>), built on
-    first use; `check=False` skips `pip check`, for locks that install packages whose declared
-    dependencies cannot be met on this Python (the tests' paper-era packages on 3.11)."""
+    first use and checked with `pip check`."""
     data = Path(lock).read_bytes()
     sha = env_sha256(lock, data)
     name = f"{label}-{sha[:12]}"
@@ -256,7 +253,7 @@ def ensure_lock_env(lock: Path, label: str, check: bool = True) -> EnvInfo:
         find_links = sources.find_links_args(sources.fetch_all(lock))
         _say(f"creating environment {label} (first use, a few minutes)...")
         log = env_dir.with_name(env_dir.name + ".log")
-        _build(env_dir, lock, sha, base_python, log, check, find_links)
+        _build(env_dir, lock, sha, base_python, log, find_links)
         _say(f"environment {name} ready in {time.monotonic() - started:.0f} s")
     return info
 

@@ -110,10 +110,11 @@ def recorded() -> dict[str, dict]:
         raise UsageError(f"{path} is not valid TOML ({exc})", "fix it, or delete it to trust the files anew") from None
 
 
-def _record(pin: ExternalPin, sha256: str, url: str) -> None:
+def record(key: str, sha256: str, url: str) -> None:
+    """Record `key`'s sha256 (and where it came from) in the local lock, keeping every other entry."""
     entries = recorded()
-    entries[pin.path] = {"sha256": sha256, "url": url,
-                         "first_fetched": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    entries[key] = {"sha256": sha256, "url": url,
+                    "first_fetched": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     lines = ["# versions.local.lock: sha256 of files no index publishes a digest for, as this machine first",
              "# fetched them (trust on first use; images/external.py). Not in git. Delete an entry to trust",
              "# a new file for it.", ""]
@@ -150,15 +151,20 @@ def stream(url: str, dest_dir: Path) -> tuple[Path, str]:
     return Path(tmp), digest.hexdigest()
 
 
+class ArchiveUnreachable(UsageError):
+    """The file cannot be had from the archive (no route, refused, not found): unlike a file that differs from
+    the recorded one, a reason to skip the image that needs it where others are built beside it."""
+
+
 def _download(url: str, dest_dir: Path) -> tuple[Path, str]:
     """stream(), an unreachable archive reported in one line."""
     try:
         return stream(url, dest_dir)
     except (urllib.error.URLError, OSError) as exc:
         reason = getattr(exc, "reason", None) or exc
-        raise UsageError(f"cannot fetch {url} ({reason})",
-                         f"check the network or proxy, or set {ARCHIVE_VAR} to a mirror of PyTorch's wheel "
-                         "archive") from None
+        raise ArchiveUnreachable(f"cannot fetch {url} ({reason})",
+                                 f"check the network or proxy, or set {ARCHIVE_VAR} to a mirror of PyTorch's "
+                                 "wheel archive") from None
 
 
 def fetch(pin: ExternalPin) -> FetchedFile:
@@ -182,7 +188,7 @@ def fetch(pin: ExternalPin) -> FetchedFile:
     final.parent.mkdir(parents=True, exist_ok=True)
     os.replace(tmp, final)
     if not known:
-        _record(pin, sha, url)
+        record(pin.path, sha, url)
         print(f"trusting {pin.path} on first use: sha256 {sha} (recorded in {local_lock_path().name})",
               file=sys.stderr, flush=True)
     return FetchedFile(pin, final, sha)

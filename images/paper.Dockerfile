@@ -12,21 +12,27 @@ FROM ${BASE_IMAGE} AS system
 # CPython 3.6 reads the C locale as ASCII (PEP 538 came with 3.7): make text I/O UTF-8.
 ENV LANG=C.UTF-8 PYTHONIOENCODING=utf-8
 # A framework's own Debian packages (frameworks.toml: Theano's compiler and OpenBLAS, MXNet's libgomp),
-# pinned name=version to Debian 10's final versions. Debian 10 (buster) is retired, so apt reads Debian's
-# archive of retired releases: DEBIAN_ARCHIVE when given (a base URL holding debian/ and debian-security/;
-# images/build.py passes DLREPRO_DEBIAN_ARCHIVE), else the archive host beside the mirror the base image's
-# own sources.list names (its first name label swapped for "archive"). The archive's Release files are past their Valid-Until date: that check is off
-# for these two sources only.
+# pinned name=version to the versions of the base's Debian release, DEBIAN_RELEASE (images/build.py reads
+# it from the base: its label org.dlrepro.debian-release, else its /etc/os-release). bullseye (Debian 11,
+# the base `make base ERA=paper` makes) is still on Debian's mirrors: apt reads the base's own sources.
+# buster (Debian 10, the default base) is retired, so apt reads Debian's archive of retired releases:
+# DEBIAN_ARCHIVE when given (a base URL holding debian/ and debian-security/; images/build.py passes
+# DLREPRO_DEBIAN_ARCHIVE), else the archive host beside the mirror the base image's own sources.list
+# names (its first name label swapped for "archive"). The archive's Release files are past their
+# Valid-Until date: that check is off for these two sources only.
+ARG DEBIAN_RELEASE=buster
 ARG DEBIAN_ARCHIVE=""
 ARG FRAMEWORK_PACKAGES=""
 # hadolint ignore=SC2086,DL3008
 RUN if [ -n "${FRAMEWORK_PACKAGES}" ]; then \
-      mirror=$(sed -n -E 's#^deb (https?://[^/ ]+)/debian buster main.*#\1#p' /etc/apt/sources.list) \
-      && archive="${DEBIAN_ARCHIVE:-${mirror%%//*}//archive.${mirror#*//*.}}" \
-      && case "${archive}" in http://?*.?*|https://?*.?*) ;; \
-           *) echo "no Debian archive URL: set DLREPRO_DEBIAN_ARCHIVE" >&2; exit 1 ;; esac \
-      && printf 'deb [check-valid-until=no] %s/%s buster%s main\n' \
-           "${archive}" debian "" "${archive}" debian-security /updates > /etc/apt/sources.list \
+      if [ "${DEBIAN_RELEASE}" = buster ]; then \
+        mirror=$(sed -n -E 's#^deb (https?://[^/ ]+)/debian buster main.*#\1#p' /etc/apt/sources.list) \
+        && archive="${DEBIAN_ARCHIVE:-${mirror%%//*}//archive.${mirror#*//*.}}" \
+        && case "${archive}" in http://?*.?*|https://?*.?*) ;; \
+             *) echo "no Debian archive URL: set DLREPRO_DEBIAN_ARCHIVE" >&2; exit 1 ;; esac \
+        && printf 'deb [check-valid-until=no] %s/%s buster%s main\n' \
+             "${archive}" debian "" "${archive}" debian-security /updates > /etc/apt/sources.list; \
+      fi \
       && apt-get update && apt-get install -y --no-install-recommends ${FRAMEWORK_PACKAGES} \
       && rm -rf /var/lib/apt/lists/*; \
     fi

@@ -80,7 +80,8 @@ def make_run(campaign: Path, framework: str, workload: str, repeat: int, *,
              epoch_times: Sequence[float] | None = None, era: str = "current", python: str = "3.11.7",
              framework_version: str | None = None, other: Sequence[float] | None = None,
              gpu_others: Sequence[int] | None = None, majority: float | None = None,
-             sweep: dict[str, Any] | None = None) -> Path:
+             sweep: dict[str, Any] | None = None, environment: dict[str, Any] | None = None,
+             host: dict[str, Any] | None = None) -> Path:
     """Write one complete run dir (run.json, metrics.jsonl, monitor.csv, log.txt) and return it.
 
     ``cached`` overrides run.json's monitor summary (default: the true window means), so a test
@@ -94,7 +95,8 @@ def make_run(campaign: Path, framework: str, workload: str, repeat: int, *,
     ``era`` is the run's config.era (a paper-era run's default id carries "-paper"), ``python`` the
     Python it ran on (host.python and environment.python), ``framework_version`` what
     environment.framework_version records (default "<framework>-1.0"); runner "system" records
-    environment.system (system_environment).
+    environment.system (system_environment). ``environment`` and ``host`` add to (or replace) run.json's
+    sections of those names (e.g. environment.python_build, environment.base, host.cpu_flags).
     """
     era_tag = "" if era == "current" else f"-{era}"
     run_id = run_id or f"{framework}-{workload}-{device}{era_tag}-r{repeat}"
@@ -140,6 +142,8 @@ def make_run(campaign: Path, framework: str, workload: str, repeat: int, *,
     record["environment"].update(
         framework_version=framework_version or f"{framework}-1.0", packages={framework: "1.0"}, python=python,
         framework_build={framework: "1.0", **({"cuda": "12.4", "cudnn": "9.1"} if gpu else {})})
+    record["environment"].update(environment or {})
+    record["host"].update(host or {})
     record["device_used"].update(device_name="cpu", threads=2, kernels={"conv": "onednn"})
     record["model"]["trainable_params"] = 1_199_882
     if majority is not None:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 
 from analysis.claims import (
     INSUFFICIENT,
+    NOT_EVIDENCE,
     NOT_IN_CAMPAIGN,
     VERDICTS,
     Claim,
@@ -18,7 +19,7 @@ from analysis.claims import (
 )
 from analysis.context import ReportContext
 from analysis.document import Block, Bullets, Heading, Inline, Para, Table, Tag
-from analysis.eras import eras_of, outside_image_text
+from analysis.eras import OUTSIDE_IMAGE, eras_of, outside_image_text
 from analysis.studies import CLAIMS
 from campaign.study import known_studies, load_study
 
@@ -119,15 +120,25 @@ def claims_section(ctx: ReportContext) -> list[Block]:
     if scoped:
         blocks.append(Para(scoped))
     if caveated:
-        blocks.append(Para(f"{caveated} verdicts rest on synthetic data, a non-paper profile or paper-era versions "
-                           "outside their image: they show the checks run, and are not evidence about the paper.",
-                           "note"))
+        blocks.append(Para(f"{caveated} verdicts rest on {_caveat_reasons(decided)}: they show the checks run, and "
+                           "are not evidence about the paper.", "note"))
     if rows:
         blocks.append(Table(["claim", "study", *(["era"] if by_era else []), "statement", "verdict", "evidence",
                              "runs"], rows, css_class="claims"))
     else:
         blocks.append(Para("This campaign decides none of the claims."))
     return blocks + _undecided_blocks(outcomes, by_era)
+
+
+def _caveat_reasons(decided: list[EraOutcome]) -> str:
+    """What the caveated verdicts rest on: synthetic data or a non-paper profile (analysis.claims.caveat_for),
+    paper-era versions outside their image (outside_image_text), or both; only the reasons some caveat gives."""
+    caveats = [eo.outcome.caveat for eo in decided if eo.outcome.caveat]
+    outside = any(OUTSIDE_IMAGE in c for c in caveats)
+    setup = any(NOT_EVIDENCE in c for c in caveats)
+    if outside and setup:
+        return "synthetic data, a non-paper profile or paper-era versions outside their image"
+    return "paper-era versions outside their image" if outside else "synthetic data or a non-paper profile"
 
 
 def _scope_text(rows: list[dict]) -> str:

@@ -3,12 +3,23 @@ profiles of its runs that change the paper's model or optimizer."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from analysis.context import ReportContext
 from analysis.departures import departures, profile_departures
-from analysis.document import Block, Heading, Inline, Para, Table
-from analysis.eras import on_study_python, outside_image_rows, outside_image_text, study_python
+from analysis.document import Block, Bullets, Heading, Inline, Para, Table
+from analysis.eras import (
+    REGISTRY_BASE,
+    base_departure_text,
+    in_image,
+    minor_version,
+    on_study_python,
+    outside_image_rows,
+    outside_image_text,
+    pytorch_paper_note,
+    study_python,
+)
 from analysis.runs import PAPER_ERA
 from analysis.sections.environment import distinct
 
@@ -22,13 +33,16 @@ def paper_rows(ctx: ReportContext) -> list[dict[str, Any]]:
 
 
 def ran_as(row: dict[str, Any]) -> str:
-    """What a paper-era run's Python and runner make it: the study's setup, or a test environment."""
+    """What a paper-era run's runner and Python make it: the study's setup (in its image, on the study's Python),
+    or a test environment (outside its image)."""
+    if not in_image(row):
+        return outside_image_text([row])
     study = on_study_python(row)
     if study is None:
-        return "Python not recorded"
+        return "in the paper-era image, Python not recorded"
     if not study:
-        return outside_image_text([row])
-    where = "in the paper-era image" if row["runner"] == "docker" else f"outside the image ({row['runner']} runner)"
+        return f"in the paper-era image, on Python {minor_version(str(row['python']))}: not the study's"
+    where = "in the paper-era image" if row["runner"] == "docker" else f"in the paper-era image ({row['runner']})"
     return f"the study's Python {study_python()}, {where}"
 
 
@@ -100,7 +114,28 @@ def where_paper_runs_ran(ctx: ReportContext, mine: list[dict[str, Any]]) -> list
         blocks.append(Para(f"{len(off)} of {len(mine)} paper-era runs: {text}. They show that the paper-era "
                            "framework modules train through the kit's entrypoint and monitor; they are not the "
                            "study's setup, and their numbers are not the paper era's numbers.", "note"))
-    if not any(on_study_python(r) for r in mine):
+    blocks += base_departures(ctx, mine)
+    if not any(in_image(r) and on_study_python(r) for r in mine):
         blocks.append(Para(f"No paper-era run here ran on CPython {study_python()}: the study's setup is checked by "
-                           f"{STUDY_SETUP_CHECK} on a machine with registry access."))
+                           f"{STUDY_SETUP_CHECK} (the base from the registry, or made by `make base ERA=paper` where "
+                           "no registry answers)."))
+    torch = pytorch_paper_note(mine)
+    if torch:
+        blocks.append(Para(torch, "note"))
     return blocks
+
+
+def base_departures(ctx: ReportContext, mine: list[dict[str, Any]]) -> list[Block]:
+    """One line per base the paper-era runs' images were built on here (run.json environment.base, written by
+    `make base ERA=paper`): how it departs from the registry image, and the runs on it."""
+    bases: dict[str, tuple[dict[str, Any], list[dict[str, Any]]]] = {}
+    for row in mine:
+        base = (ctx.campaign.runs.get(row["run_id"], {}).get("environment") or {}).get("base")
+        if base:
+            bases.setdefault(json.dumps(base, sort_keys=True), (base, []))[1].append(row)
+    if not bases:
+        return []
+    count = sum(len(runs) for _, runs in bases.values())
+    return [Para(f"{count} of {len(mine)} paper-era runs ran in images on a base made here, not on the registry's "
+                 f"{REGISTRY_BASE} (each run's run.json environment.base says which):", "note"),
+            Bullets([[f"{base_departure_text(base)}:", *ctx.run_links(runs)] for base, runs in bases.values()])]

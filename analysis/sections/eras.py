@@ -1,20 +1,27 @@
-"""Paper era vs current era: where both eras ran the same workload, their results side by side."""
+"""Paper era vs current era: where both eras ran the same workload, their results side by side, and what each
+era's runs ran on (image, base, Python build, BLAS kernels: analysis.eras), read from their run.json."""
 
 from __future__ import annotations
 
 from analysis.context import ReportContext
 from analysis.document import Block, Heading, Inline, Para, Table
 from analysis.eras import (
+    ERA_ORDER,
     ERA_PAIR_KEYS,
     EraPair,
+    base_text,
+    blas_text,
+    cpu_flags_text,
     era_pairs,
     missing_era_commands,
     outside_image_text,
+    python_text,
+    pytorch_paper_note,
     unpaired_cells,
 )
 from analysis.runs import CURRENT_ERA, PAPER_ERA
 from analysis.sections.comparison import measured_text
-from analysis.sections.environment import distinct
+from analysis.sections.environment import distinct, environment_text
 from analysis.transfer import ACCURACY_TOLERANCE_PP
 
 # (run-table column, heading, significant digits), each shown for the paper era, then the current era.
@@ -89,4 +96,34 @@ def era_comparison_section(ctx: ReportContext) -> list[Block]:
         blocks.append(Para(f"Run in one era only, so not in the table ({len(alone)}): "
                            + ", ".join(f"{c.key['framework']} {c.key['workload']} ({c.key['era']})" for c in alone)
                            + f". The other era's runs: {_commands_text(ctx)}."))
-    return blocks
+    torch = pytorch_paper_note(r for c in ctx.cells if c.key["era"] in ERA_ORDER for r in c.rows)
+    if torch:
+        blocks.append(Para(torch, "note"))
+    return blocks + setups(ctx, pairs)
+
+
+def setups(ctx: ReportContext, pairs: list[EraPair]) -> list[Block]:
+    """What the compared runs ran on, per era, framework and runner, from each one's run.json: the image (digest)
+    or locked environment, the base the image was built on, the Python and its build, the BLAS and its kernels,
+    the CPU's features."""
+    groups: dict[tuple[str, ...], list[dict]] = {}
+    for run_id in dict.fromkeys(i for p in pairs for i in p.run_ids if i in ctx.campaign.runs):
+        run = ctx.campaign.runs[run_id]
+        cfg = run["config"]
+        key = (cfg["era"], cfg["framework"], cfg["runner"], environment_text(run.get("environment") or {}) or "—",
+               base_text(run), python_text(run), blas_text(run), cpu_flags_text(run))
+        groups.setdefault(key, []).append(run)
+    order = {era: i for i, era in enumerate(ERA_ORDER)}
+    rows: list[list[Inline]] = [[*key, ctx.runs_links(runs)]
+                                for key, runs in sorted(groups.items(), key=lambda kv: (order[kv[0][0]], kv[0][1:]))]
+    return [
+        Heading(3, "What each era's runs ran on"),
+        Para("From each run's own run.json: the image it ran in (its digest) or the locked environment, the base the "
+             "image was built on (`make base ERA=paper` records it in the image; the registry's python:3.6.15 image "
+             "carries no record), the Python and how it was built (PGO: profile-guided optimization, which the "
+             "registry's python:3.6.15 image was built with), the BLAS that did the work with the kernels it chose "
+             "for this CPU (OpenBLAS's core), and the CPU features such kernels are chosen by. Time current/paper "
+             "holds for these setups: a Python built without PGO, or another BLAS core, changes it."),
+        Table(["era", "framework", "runner", "image digest / env lock", "base", "Python (build)", "BLAS (kernels)",
+               "CPU features", "runs"], rows),
+    ]

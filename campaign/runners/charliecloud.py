@@ -104,7 +104,7 @@ def ensure_image(spec: images.ImageSpec, target: Path) -> dict:
             raise UsageError(f"no Charliecloud image of {spec.framework} in {target.parent}, and {exc.problem}",
                              f"run it once where Docker answers, or copy that folder here ({IMAGES_VAR})") from None
         return verify_image(target, have)
-    image = images.build(client, spec, os.environ.get(images.BASE_IMAGE_VAR) or None)
+    image = images.build(client, spec, images.base_image(client, spec.era))
     if have is not None and have["docker_image_id"] == image.id:
         return verify_image(target, have)
     if shutil.which("ch-convert") is None:

@@ -177,7 +177,7 @@ class DockerRunner:
         """Build (first use) or reuse the image; for GPU campaigns run the pre-flight; return its id and digest,
         and the bounds its runs get."""
         spec = images.ImageSpec(framework, self.era, "gpu" if self.device == "gpu" else "cpu")
-        image = images.build(self.client, spec, os.environ.get(images.BASE_IMAGE_VAR) or None)
+        image = images.build(self.client, spec, images.base_image(self.client, self.era))
         if self.device == "gpu":
             preflight.check(host_gpu(self.client, self.gpus), _cuda_of(image), f"image {images.tag(spec, None)}",
                             preflight.gpu_build(framework, self.era))

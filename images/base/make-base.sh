@@ -4,8 +4,9 @@
 # elsewhere the Dockerfiles' default base (debian:bookworm-slim pinned by digest) is used.
 #   images/base/make-base.sh TAG
 # The mirror is $DEBIAN_MIRROR, else the first Debian mirror this host's apt uses. An image that
-# already has TAG is kept (delete it to make a new one). Prints the image id: pass TAG (or the id)
-# as BASE_IMAGE to `make images`; images/build.py pins it by that id.
+# already has TAG is kept (delete it to make a new one). Prints the image id. Current-era builds use
+# dlrepro/base:bookworm when it exists (images/build.py base_image; BASE_IMAGE=TAG names another) and
+# pin it by that id; its label org.dlrepro.base-era keeps it out of the paper era's builds.
 set -euo pipefail
 tag=${1:?usage: make-base.sh TAG}
 if docker image inspect "$tag" >/dev/null 2>&1; then
@@ -24,5 +25,5 @@ trap 'rm -rf "$root"' EXIT
 echo "debootstrap bookworm from $mirror ..." >&2
 debootstrap --variant=minbase bookworm "$root" "$mirror" >&2
 rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
-tar -C "$root" --numeric-owner -c . | docker import --change 'CMD ["bash"]' - "$tag" >/dev/null
+tar -C "$root" --numeric-owner -c . | docker import --change 'CMD ["bash"]' --change 'LABEL org.dlrepro.base-era=current' - "$tag" >/dev/null
 docker image inspect -f '{{.Id}}' "$tag"

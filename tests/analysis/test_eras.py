@@ -2,8 +2,11 @@
 note on paper-era runs that ran outside the study's Python.
 
 One hand-made campaign holds both eras of the same workloads (mxnet and chainer on cnn-mnist, two repeats
-each; the paper-era runs on Python 3.11, a test environment) and one paper-era-only Theano lstm-imdb run
-that failed with a NaN loss. It is analysed once; expected numbers are computed by hand below.
+each; the paper-era runs on Python 3.11 outside their image, a test environment) and one paper-era-only Theano
+lstm-imdb run that failed with a NaN loss. It is analysed once; expected numbers are computed by hand below.
+Paper-era runs in their image (the docker runner) carry what their run.json records of the image's base
+(environment.base, from `make base ERA=paper`), the Python's build and the BLAS's kernels; those are made
+apart, as the runs of a real paper-era image record them.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from analysis.document import Heading, Para, render_markdown
 from analysis.eras import era_pairs, missing_era_commands, outside_image_text, unpaired_cells
 from analysis.runs import load_campaign
 from analysis.sections import Section
+from analysis.sections.claims import claims_section
 from analysis.sections.departures import departures_section
 from analysis.sections.eras import era_comparison_section
 from analysis.sections.overview import overview_section
@@ -32,6 +36,8 @@ from tests.runfactory import make_run
 
 T_975_DF1 = 12.706204736  # Student-t quantile t(0.975, 1), from a printed table
 TEST_ENV = "paper-era framework versions on Python 3.11, outside their image: a test environment"
+# The run-table columns of what a run ran on beside the versions.
+RECORDED = ("python_build", "blas_core", "cpu_flags", "base_debian", "base_source")
 
 # (framework, era) -> framework version, training times and accuracies (fractions) of repeats 1 and 2.
 RUNS = {
@@ -198,6 +204,8 @@ def test_paper_era_runs_on_python_311_are_called_a_test_environment(analysed: di
     # Claims resting on those runs say so; current-era verdicts carry no such caveat.
     claim4 = [line for line in md.splitlines() if line.startswith("| 4 | DLBench |")]
     assert [TEST_ENV in line for line in claim4] == [True, False]
+    assert ("> 3 verdicts rest on paper-era versions outside their image: they show the checks run, and are not "
+            "evidence about the paper.") in md  # real data and the paper profile: that is the only reason
     assert outside_image_text([row("mxnet", "cnn-mnist", era="current")]) == ""
 
 
@@ -210,3 +218,117 @@ def test_paper_era_runs_on_python_36_are_the_study_setup(tmp_path: Path) -> None
     assert "| mxnet | 1.3.0 | 3.6.15 | docker | sha256:" in text
     assert "the study's Python 3.6, in the paper-era image" in text
     assert TEST_ENV not in text and "No paper-era run here ran on CPython 3.6" not in text
+
+
+# --- Paper-era runs in their image: base, Python build, BLAS kernels ------------------------------
+
+# The record `make base ERA=paper` writes into the image (/etc/dlrepro/base.json) and each run copies.
+STANDIN_BASE = {"era": "paper", "debian_release": "bullseye", "debian_version": "11.11", "python": "3.6.15",
+                "source": "Python-3.6.15.tar.xz", "source_sha256": "ab" * 32, "source_kind": "stand-in",
+                "configure": "--prefix=/usr/local --enable-shared", "pgo": "no",
+                "cc": "gcc (Debian 10.2.1-6) 10.2.1 20210110", "departs_from": "(images.pythonsource's sentence)"}
+PYTHON_ORG_BASE = dict(STANDIN_BASE, source_kind="python.org",
+                       source_sha256="6e28d7cdd6dd513dd190e49bca3972e20fcf455090ccf2ef3f1a227614135d91", pgo="yes")
+
+
+def _build(version: str, compiler: str, pgo: bool) -> dict:
+    """environment.python_build as bench.pythonbuild records it."""
+    return {"implementation": "CPython", "version": version, "compiler": compiler, "configure": ["--enable-shared"],
+            "pgo": pgo, "lto": False, "opt": "-DNDEBUG -g -fwrapv -O3 -Wall"}
+
+
+def _openblas(core: str) -> list:
+    """environment.libraries of a run whose NumPy's OpenBLAS chose `core`."""
+    return [{"kind": "blas", "api": "openblas", "filepath": "<env>/lib/python3.6/site-packages/numpy/.libs/"
+             "libopenblasp-r0-382c8f3a.3.5.dev.so", "version": "0.3.5.dev", "num_threads": 2,
+             "threading_layer": "pthreads", "architecture": core}]
+
+
+def _image_campaign(campaign: Path, base: dict | None) -> Path:
+    """mxnet on cnn-mnist: two paper-era runs in their image (docker, CPython 3.6.15 built without PGO, on
+    `base` when given) and two current-era runs in a locked environment (Python 3.11.7)."""
+    for repeat in (1, 2):
+        make_run(campaign, "mxnet", "cnn-mnist", repeat, era="paper", runner="docker", python="3.6.15",
+                 framework_version="1.3.0", training_time=200.0,
+                 environment={"python_build": _build("3.6.15", "GCC 10.2.1 20210110", False),
+                              "libraries": _openblas("Haswell"), **({"base": base} if base else {})},
+                 host={"cpu_flags": ["sse4_2", "avx", "fma", "avx2"]})
+        make_run(campaign, "mxnet", "cnn-mnist", repeat, framework_version="1.9.1", training_time=100.0,
+                 environment={"python_build": _build("3.11.7", "GCC 12.2.0", False), "libraries": _openblas("Zen")},
+                 host={"cpu_flags": ["sse4_2", "avx", "fma", "avx2"]})
+    return campaign
+
+
+def test_paper_era_runs_in_their_image_show_image_base_python_build_and_blas_and_no_caveat(tmp_path: Path) -> None:
+    ctx = report_context(_image_campaign(tmp_path / "both", STANDIN_BASE), tmp_path / "out")
+    eras = section_text(era_comparison_section, ctx)
+    paper = "[mxnet-cnn-mnist-cpu-paper-r1](<../both/mxnet-cnn-mnist-cpu-paper-r1>)"
+    assert (f"| paper | mxnet | docker | sha256:{'ef' * 32} | made here: Debian 11.11 (bullseye), CPython 3.6.15 "
+            f"from a stand-in source (Python-3.6.15.tar.xz, sha256 {'ab' * 32}) | 3.6.15 (no PGO, GCC 10.2.1 "
+            f"20210110) | openblas (Haswell) | sse4_2 avx fma avx2 | {paper} ") in eras
+    assert (f"| current | mxnet | local | {'cd' * 32} | — (no image) | 3.11.7 (no PGO, GCC 12.2.0) | openblas (Zen) "
+            "| sse4_2 avx fma avx2 | ") in eras
+    departures = section_text(departures_section, ctx)
+    assert ("- CPython 3.6.15 built here (`make base ERA=paper`) from a stand-in source, Python-3.6.15.tar.xz "
+            f"(sha256 {'ab' * 32}, trusted on first use: not python.org's file checked at its published digest), "
+            "on Debian 11.11 (bullseye) instead of the registry image python:3.6.15-slim-buster's Debian 10 "
+            f"(buster), without PGO (the registry image's CPython was built with PGO): {paper} ") in departures
+    assert ("> 2 of 2 paper-era runs ran in images on a base made here, not on the registry's "
+            "python:3.6.15-slim-buster (each run's run.json environment.base says which):") in departures
+    assert "| mxnet | 1.3.0 | 3.6.15 | docker | sha256:" in departures
+    assert "the study's Python 3.6, in the paper-era image" in departures
+    # In their image: no "outside their image" anywhere, and no "no run ran on CPython 3.6".
+    for text in (eras, departures, section_text(overview_section, ctx), section_text(claims_section, ctx)):
+        assert "outside their image" not in text and "No paper-era run here ran on CPython 3.6" not in text
+    rows = {r["run_id"]: r for r in ctx.campaign.rows}
+    assert {k: rows["mxnet-cnn-mnist-cpu-paper-r1"][k] for k in RECORDED} == {
+        "python_build": "no PGO, GCC 10.2.1 20210110", "blas_core": "Haswell", "cpu_flags": "sse4_2 avx fma avx2",
+        "base_debian": "11.11 (bullseye)", "base_source": f"stand-in Python-3.6.15.tar.xz sha256:{'ab' * 32}"}
+
+
+def test_a_base_from_pythons_own_file_and_an_image_without_a_base_record(tmp_path: Path) -> None:
+    ctx = report_context(_image_campaign(tmp_path / "org", PYTHON_ORG_BASE), tmp_path / "out")
+    assert ("- CPython 3.6.15 built here (`make base ERA=paper`) from python.org's Python-3.6.15.tar.xz (sha256 "
+            "6e28d7cdd6dd513dd190e49bca3972e20fcf455090ccf2ef3f1a227614135d91, its published digest), on Debian "
+            "11.11 (bullseye) instead of the registry image python:3.6.15-slim-buster's Debian 10 (buster), with "
+            "PGO, as the registry image's: ") in section_text(departures_section, ctx)
+    ctx = report_context(_image_campaign(tmp_path / "registry", None), tmp_path / "out2")
+    assert (f"| paper | mxnet | docker | sha256:{'ef' * 32} | no base record in the image | 3.6.15 (no PGO, GCC "
+            "10.2.1 20210110) |") in section_text(era_comparison_section, ctx)
+    departures = section_text(departures_section, ctx)
+    assert "base made here" not in departures and "outside their image" not in departures
+
+
+def test_the_caveat_stays_for_paper_era_runs_outside_their_image_whatever_their_python(tmp_path: Path) -> None:
+    campaign = _image_campaign(tmp_path / "mixed", STANDIN_BASE)
+    make_run(campaign, "mxnet", "cnn-mnist", 3, era="paper", python="3.6.15", framework_version="1.3.0")  # local
+    ctx = report_context(campaign, tmp_path / "out")
+    off = "paper-era framework versions on Python 3.6, outside their image: a test environment"
+    departures = section_text(departures_section, ctx)
+    assert f"| mxnet | 1.3.0 | 3.6.15 | local | {'cd' * 32} | {off} |" in departures
+    assert f"> 1 of 3 paper-era runs: {off}." in departures
+    assert "> 2 of 3 paper-era runs ran in images on a base made here" in departures  # the docker ones
+    assert f"Paper-era side: {off}, not the study's setup" in section_text(era_comparison_section, ctx)
+    records = [{**r, "python": None} for r in ctx.campaign.rows if r["runner"] == "local" and r["era"] == "paper"]
+    assert outside_image_text(records) == ("paper-era framework versions on Python not recorded, outside their "
+                                           "image: a test environment")
+
+
+def test_what_is_unverified_about_paper_era_pytorch_is_said_where_its_runs_are_or_are_missing(tmp_path: Path) -> None:
+    unverified = (
+        "Paper-era PyTorch (what is unverified): torch 0.4.1's wheel comes from PyTorch's own wheel archive, which "
+        "publishes no sha256 of it: it is trusted on first use (the digest the first build got is recorded in "
+        "versions.local.lock and in the image's label org.dlrepro.external.torch, and a later build refuses any "
+        "other file), so nothing checks that it is the file PyTorch published for the study; where the archive "
+        "cannot be reached, the PyTorch paper-era image is not built.")
+    campaign = _image_campaign(tmp_path / "torch", STANDIN_BASE)
+    make_run(campaign, "pytorch", "cnn-mnist", 1)
+    assert f"> No paper-era PyTorch run here. {unverified}" in section_text(
+        era_comparison_section, report_context(campaign, tmp_path / "out"))
+    make_run(campaign, "pytorch", "cnn-mnist", 1, era="paper", runner="docker", python="3.6.15",
+             framework_version="0.4.1")
+    ctx = report_context(campaign, tmp_path / "out2")
+    assert f"> {unverified}" in section_text(era_comparison_section, ctx)
+    assert f"> {unverified}" in section_text(departures_section, ctx)
+    ctx = report_context(_image_campaign(tmp_path / "none", STANDIN_BASE), tmp_path / "out3")
+    assert "PyTorch" not in section_text(era_comparison_section, ctx)

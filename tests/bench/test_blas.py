@@ -220,3 +220,57 @@ def test_run_json_names_the_files_of_the_runs_environment_relative_to_it():
     assert inside and not any(os.path.realpath(sys.prefix) in p for p in paths), paths
     assert all(os.path.isfile(blas.host_path(p, sys.prefix)) for p in paths)  # each names the file it was
     assert blas.host_path("/usr/lib/libgomp.so.1", sys.prefix) == "/usr/lib/libgomp.so.1"  # the system's: as is
+
+
+# A child that multiplies through NumPy and prints what bench.blas reads (its OpenBLAS printed its core at load).
+NUMPY_CHILD = ("import json, numpy as np; x = np.ones((64, 64)); assert (x @ x)[0, 0] == 64; "
+               "from bench import blas; print(json.dumps(blas.loaded_libraries()))")
+
+
+def _core_said_and_recorded(python: str) -> tuple:
+    """(the core NumPy's OpenBLAS says it chose, OPENBLAS_VERBOSE=2's 'Core: <name>' line; the BLAS entries
+    bench.blas recorded) of a child on `python`."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OPENBLAS_VERBOSE": "2"}
+    env.pop("OPENBLAS_CORETYPE", None)
+    proc = subprocess.run([python, "-c", NUMPY_CHILD], cwd=REPO, capture_output=True, text=True, timeout=300,
+                          env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    said = [line.split(":", 1)[1].strip() for line in proc.stderr.splitlines() if line.startswith("Core:")]
+    return said, [lib for lib in json.loads(proc.stdout.strip().splitlines()[-1]) if lib["kind"] == "blas"]
+
+
+def test_the_core_recorded_is_the_one_numpys_openblas_says_it_chose():
+    said, found = _core_said_and_recorded(sys.executable)
+    if not said:
+        pytest.skip("NumPy's OpenBLAS has one kernel fixed at build time (it prints no 'Core:' line)")
+    assert [lib["architecture"] for lib in found] == said, (found, said)
+    kernel = said[0].lower()
+    assert kernel not in AVX512_KERNELS or "avx512f" in blas.cpu_flags()  # the CPU features it was chosen by
+
+
+@pytest.mark.slow
+def test_the_core_is_read_from_numpy_1s_openblas_in_a_framework_environment():
+    """Chainer's environment holds NumPy 1.26, whose bundled OpenBLAS names its calls with the '64_' suffix
+    (NumPy 2's with the 'scipy_' prefix too): the record reads the core there as well."""
+    said, found = _core_said_and_recorded(str(envs.ensure_env("chainer").python))
+    assert [os.path.basename(lib["filepath"]).startswith("libopenblas64_") for lib in found] == [True], found
+    if said:
+        assert [lib["architecture"] for lib in found] == said
+    assert found[0]["architecture"], found
+
+
+def test_cpu_flags_are_the_kernel_choosing_ones_of_the_first_processor_in_order(tmp_path):
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu avx512f sse4_2 avx2 fma avx mmx\n\n"
+                       "processor\t: 1\nflags\t\t: fpu sse4_2\n")
+    assert blas.cpu_flags(str(cpuinfo)) == ["sse4_2", "avx", "fma", "avx2", "avx512f"]
+    assert blas.cpu_flags(str(tmp_path / "absent")) is None  # not Linux: unknown, not 'none'
+    here = _cpu_flags()
+    assert blas.cpu_flags() == [flag for flag in blas.KERNEL_FLAGS if flag in here]
+
+
+def test_the_openblas_version_is_read_only_where_its_config_line_names_one():
+    assert blas.openblas_version("OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Haswell MAX_THREADS=64") == "0.3.21"
+    # OpenBLAS 0.3.0.dev in the paper era's NumPy 1.14.6 wheel (its real line, read in the paper-era MXNet image):
+    # no version, so none is recorded (its second word once was, as 'NO_AFFINITY').
+    assert blas.openblas_version("DYNAMIC_ARCH NO_AFFINITY Barcelona MAX_THREADS=64") is None

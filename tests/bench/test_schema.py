@@ -236,3 +236,38 @@ def test_setup_failures_are_a_kind_of_their_own_validated_on_write_and_read(tmp_
                                                  r"'crash', 'killed', 'cancelled', 'missing-library', 'bad-data', "
                                                  r"'invalid-setting'\)"):
         schema.write_run(tmp_path, schema.finish(minimal_run(), {"cause": "setup", "message": ""}))
+
+
+_BUILD = {"implementation": "CPython", "version": "3.6.15", "compiler": "GCC 10.2.1 20210110",
+          "configure": ["--enable-shared"], "pgo": False, "lto": False, "opt": "-O3"}
+_BASE = {"era": "paper", "debian_release": "bullseye", "debian_version": "11.11", "python": "3.6.15",
+         "source": "Python-3.6.15.tar.xz", "source_sha256": "ab" * 32, "source_kind": "stand-in",
+         "configure": "--enable-shared", "pgo": "no", "cc": "gcc 10.2.1", "departs_from": "built here"}
+
+
+def test_the_python_build_base_and_cpu_flags_are_optional_and_checked_when_present(tmp_path):
+    record = minimal_run()
+    schema.write_run(tmp_path / "old", record)  # runs before them lack them, and still read
+    assert "python_build" not in schema.read_run(tmp_path / "old")["environment"]
+    record["environment"].update(python_build=_BUILD, base=_BASE)
+    record["host"]["cpu_flags"] = ["avx", "avx2"]
+    schema.write_run(tmp_path / "new", record)
+    back = schema.read_run(tmp_path / "new")
+    assert (back["environment"]["python_build"], back["environment"]["base"], back["host"]["cpu_flags"]) == (
+        _BUILD, _BASE, ["avx", "avx2"])
+
+
+@pytest.mark.parametrize("where, value, message", [
+    ("python_build", dict(_BUILD, pgo="yes"), "r.json: environment.python_build needs pgo and lto true or false$"),
+    ("python_build", dict(_BUILD, configure=[1]), "environment.python_build.configure must be a list of configure"),
+    ("base", dict(_BASE, source_kind="mirror"), "r.json: environment.base: source_kind 'mirror' is not one of "
+                                                r"\('python.org', 'stand-in'\)$"),
+    ("base", dict(_BASE, pgo="maybe"), "environment.base: pgo 'maybe' is not true, false, 'yes' or 'no'$"),
+    ("base", {k: v for k, v in _BASE.items() if k != "cc"}, "environment.base: base record: missing field 'cc'$"),
+    ("cpu_flags", "avx avx2", "r.json: host.cpu_flags must be a list of CPU flag names$"),
+])
+def test_a_malformed_python_build_base_or_cpu_flags_is_refused(where, value, message):
+    record = minimal_run()
+    (record["host"] if where == "cpu_flags" else record["environment"])[where] = value
+    with pytest.raises(schema.SchemaError, match=message):
+        schema.validate_run(record, "r.json")

@@ -4,13 +4,12 @@ has no network, cannot write to the data mount, and does not run as root; a camp
 builds (PyTorch and Keras) trains in a container that `docker inspect` shows bounded (read-only root
 filesystem, memory and pids limits, an init process), with no host path in its request.json or run.json.
 
-The base is $BASE_IMAGE when set (CI: images/base/make-base.sh, no registry), else the
-Dockerfile's pinned default."""
+The base is the era's (images.build.base_image): $BASE_IMAGE when set (CI: images/base/make-base.sh, no
+registry), else the Dockerfile's pinned default."""
 
 from __future__ import annotations
 
 import json
-import os
 import threading
 import time
 
@@ -49,17 +48,9 @@ print(json.dumps(out))
 
 
 @pytest.fixture(scope="module")
-def engine():
-    try:
-        return images.client()
-    except UsageError as exc:
-        pytest.skip(f"no Docker engine: {exc.problem}")
-
-
-@pytest.fixture(scope="module")
 def pytorch_image(engine):
-    return images.build(engine, images.ImageSpec("pytorch", "current", "cpu"),
-                        os.environ.get(images.BASE_IMAGE_VAR) or None, quiet=True)
+    return images.build(engine, images.ImageSpec("pytorch", "current", "cpu"), images.base_image(engine, "current"),
+                        quiet=True)
 
 
 def test_a_base_that_cannot_be_had_names_the_registry_free_route(engine):
@@ -71,8 +62,8 @@ def test_a_base_that_cannot_be_had_names_the_registry_free_route(engine):
 
 def test_image_carries_its_labels_and_runs_as_non_root(engine, pytorch_image):
     spec = images.ImageSpec("pytorch", "current", "cpu")
-    base = images.resolve_base(engine, os.environ.get(images.BASE_IMAGE_VAR) or None)
-    assert pytorch_image.labels == images.labels(spec, base)  # every label, set in one place
+    planned = images.plan(engine, spec, images.base_image(engine, "current"))
+    assert pytorch_image.labels == images.labels(spec, planned.base, (), planned.release)  # set in one place
     assert pytorch_image.labels["org.dlrepro.lock-sha256"] == images.lock_sha256(spec)
     assert pytorch_image.attrs["Config"]["User"] == "10001:10001"
     assert pytorch_image.attrs["Config"]["Entrypoint"] == ["/opt/venv/bin/python", "-m", "bench"]

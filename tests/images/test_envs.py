@@ -94,13 +94,11 @@ def test_a_paper_era_lock_asks_for_a_python_3_6_interpreter():
 
 
 def test_only_a_lock_writers_header_declares_its_python():
-    # The tests' hand-made paper-era locks mention "CPython 3.6" in prose; they install on this Python.
     root = Path(__file__).resolve().parents[2]
     declared = {str(p.relative_to(root)): envs._lock_python(p.read_text())
-                for p in [*root.glob("images/*/*/requirements*.txt"), *root.glob("tests/**/locks/**/*.txt")]}
-    assert {v for k, v in declared.items() if "/paper/" in k and k.startswith("images/")} == {"3.6"}
+                for p in root.glob("images/*/*/requirements*.txt")}
+    assert {v for k, v in declared.items() if "/paper/" in k} == {"3.6"}
     assert {v for k, v in declared.items() if "/current/" in k} == {"3.11"}
-    assert {v for k, v in declared.items() if k.startswith("tests/")} == {None}
     assert envs._lock_python("# resolves pins.in beside it for use with Python 3.6 (CPython 3.6.15 on\n") == "3.6"
     assert envs._lock_python("# the paper image (CPython 3.6) installs images/x/paper/requirements.txt\n") is None
 

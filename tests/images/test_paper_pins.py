@@ -101,7 +101,8 @@ def test_base_is_the_last_buster_build_with_its_provenance():
     assert lock["python"].startswith("3.6.15") and "public Dockerfiles" in lock["provenance"]
     assert "archive of retired releases" in lock["apt_source"]
     theano = tomllib.loads(lockfile.LOCK_FILE.read_text())["images"]["theano/paper/cpu"]["apt"]
-    assert theano == ["g++=4:8.3.0-1", "libopenblas-dev=0.3.5+ds-3"]
+    assert theano == {"buster": ["g++=4:8.3.0-1", "libopenblas-dev=0.3.5+ds-3"],
+                      "bullseye": ["g++=4:10.2.1-1", "libopenblas-dev=0.3.13+ds-3+deb11u1"]}
 
 
 # --- the check itself, on listings made here (no network) ----------------------------------------

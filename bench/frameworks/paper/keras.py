@@ -1,9 +1,8 @@
 """Keras 2.2.4, the paper era: a workload spec as a Keras model trained with train_on_batch.
 
-Written with Keras 2.2.4's backend-neutral APIs only (DLBench's version, CPython 3.6), so the same
-code runs on the TensorFlow 1.11 backend of the paper image and on the Theano 1.0.2 backend (the
-kit's Python 3.11 test environment: KERAS_BACKEND=theano); info() and versions() record the backend
-really used. The fairness choices are the current-era module's (bench/frameworks/current/keras.py):
+Written with Keras 2.2.4's APIs (DLBench's version, CPython 3.6) on its TensorFlow 1.11 backend,
+DLBench's configuration and the paper image's; info() and versions() record the backend really
+used. The fairness choices are the current-era module's (bench/frameworks/current/keras.py):
 
 - A keras.models.Sequential for a stack of layers (an InputLayer first), the functional API for an
   encoder-decoder (inputs "x" and "x_dec"; the encoder LSTM's return_state=True gives the decoder
@@ -32,9 +31,6 @@ What Keras 2.2.4 makes different:
 - Its losses take no from_logits argument (the backend functions do) and its
   metrics.sparse_categorical_accuracy flattens the labels, which breaks per-step labels: the loss
   and accuracy functions here are written on the backend (K) functions.
-- Keras 2.2.4's Theano backend pads a 'same' max pool of an even window on both sides and crops,
-  so its windows sit one pixel before TensorFlow's 'same' rule (cnn-svhn only; shapes and counts
-  are the same). On TensorFlow 1.11, the paper image's backend, the rule is TensorFlow's own.
 """
 
 import math
@@ -52,25 +48,18 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 from bench import modelplan, threads  # noqa: E402
 from bench.frameworks import NonFiniteLoss, common  # noqa: E402
 
-if os.environ["KERAS_BACKEND"] == "theano":
-    # THEANO_FLAGS (floatX, blas.ldflags, compile cache), OpenBLAS threads and the toolchain checks
-    # are the Theano module's; it must be imported before Keras imports Theano.
-    from bench.frameworks.paper import theano as theano_runtime  # noqa: E402
-else:
-    theano_runtime = None
-    threads.pin(common.threads_from_env())
+threads.pin(common.threads_from_env())
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 from keras import backend as K  # noqa: E402
 
 BACKEND = K.backend()
-if BACKEND not in ("tensorflow", "theano") or (BACKEND == "theano") != (theano_runtime is not None):
-    raise RuntimeError(f"Keras runs on the {BACKEND!r} backend; this module supports tensorflow and theano, chosen by "
-                       "KERAS_BACKEND")
-if BACKEND == "tensorflow":
-    import tensorflow as tf  # noqa: E402
-    from tensorflow.python.client import device_lib  # noqa: E402
+if BACKEND != "tensorflow":
+    raise RuntimeError(f"Keras runs on the {BACKEND!r} backend; this module supports tensorflow (DLBench's), chosen "
+                       "by KERAS_BACKEND")
+import tensorflow as tf  # noqa: E402
+from tensorflow.python.client import device_lib  # noqa: E402
 
 NAME = "keras"
 PACKAGE = "keras"  # whose version is the framework's version
@@ -83,14 +72,9 @@ K.set_image_data_format("channels_last")
 
 def versions() -> Dict[str, str]:
     """Versions of what this module really imported, and the backend Keras runs on."""
-    out = {"keras": keras.__version__, "keras_backend": BACKEND, "numpy": np.__version__,
-           "python": platform.python_version()}
-    if BACKEND == "tensorflow":
-        out["tensorflow"] = tf.__version__
-        out["tensorflow_cuda_build"] = str(bool(tf.test.is_built_with_cuda()))
-    elif theano_runtime is not None:
-        out.update({k: v for k, v in theano_runtime.versions().items() if k != "python"})
-    return out
+    return {"keras": keras.__version__, "keras_backend": BACKEND, "numpy": np.__version__,
+            "python": platform.python_version(), "tensorflow": tf.__version__,
+            "tensorflow_cuda_build": str(bool(tf.test.is_built_with_cuda()))}
 
 
 # -- the model ---------------------------------------------------------------------------------
@@ -188,7 +172,7 @@ def _binary_loss(y_true: Any, y_pred: Any) -> Any:
 def _sequence_loss_fn(classes: int) -> Any:
     def sequence_loss(y_true: Any, y_pred: Any) -> Any:
         """Per-step cross-entropy (N, T) of labels (N, T, 1) against logits (N, T, classes), computed on
-        the logits as one (N*T, classes) matrix (Theano's softmax takes matrices only)."""
+        the logits as one (N*T, classes) matrix."""
         shape = K.shape(y_pred)
         flat = K.reshape(y_pred, (-1, classes))
         nll = K.sparse_categorical_crossentropy(K.flatten(y_true), flat, from_logits=True)
@@ -261,8 +245,6 @@ def _configure_runtime(device: str, seed: int) -> Tuple[str, Dict[str, Any]]:
     """Device, threads and seeds of the backend in use: (device, threads) for info()."""
     random.seed(seed)
     np.random.seed(seed)  # Keras draws its initializers' and dropout's seeds from NumPy
-    if theano_runtime is not None:
-        return theano_runtime.prepare_runtime(device)
     if device not in ("cpu", "gpu"):
         raise ValueError(f"unknown device {device!r}; expected 'cpu' or 'gpu'")
     n = common.threads_from_env()
@@ -311,7 +293,7 @@ class KerasTrainer:
         )
         started = time.perf_counter()
         # Build the training and test functions now (Keras would on the first batch): the graph
-        # compilation (Theano: optimization and g++) is setup, and info() reads the built graph.
+        # construction is setup, and info() reads the built graph.
         self.model._make_train_function()
         self.model._make_test_function()
         self.compile_seconds = round(time.perf_counter() - started, 2)
@@ -393,44 +375,28 @@ class KerasTrainer:
 
     # -- what ran ----------------------------------------------------------------------------
     def _graph_ops(self) -> List[str]:
-        """Op types of the built training function's graph (Theano) or of the session's graph (TensorFlow)."""
-        if theano_runtime is not None:
-            return theano_runtime.graph_ops(self.model.train_function.function)
+        """Op types of the session's graph (the built training and test functions')."""
         return sorted({op.type for op in K.get_session().graph.get_operations()})
 
     def _kernels(self) -> Dict[str, str]:
         ops = self._graph_ops()
         types = {layer.type for layer in self.spec_model.all_layers}
-        if theano_runtime is not None:
-            where = f"Theano {theano_runtime.theano.__version__}, {theano_runtime.blas_name()}"
-            conv_ops = [o for o in ops if o.startswith(("CorrMM", "Conv", "AbstractConv"))]
-            pool_ops = [o for o in ops if "Pool" in o]
-            dot_ops = [o for o in ops if o in ("Gemm", "Dot22", "Dot22Scalar", "Gemv", "Ger", "Dot")]
-            loop = f"theano.scan ({theano_runtime.scan_loop()})"
-        else:
-            gpu = self.device == "gpu"
-            where = "TensorFlow {} {}".format(tf.__version__, "GPU (cuDNN)" if gpu else "CPU (Eigen)")
-            conv_ops = [o for o in ops if o.startswith("Conv2D")]
-            pool_ops = [o for o in ops if o.startswith("MaxPool")]
-            dot_ops = [o for o in ops if o in ("MatMul", "BatchMatMul")]
-            loop = "tf.while_loop"
+        where = "TensorFlow {} {}".format(tf.__version__, "GPU (cuDNN)" if self.device == "gpu" else "CPU (Eigen)")
+        conv_ops = [o for o in ops if o.startswith("Conv2D")]
+        pool_ops = [o for o in ops if o.startswith("MaxPool")]
+        dot_ops = [o for o in ops if o in ("MatMul", "BatchMatMul")]
         kernels = {}
         if "conv2d" in types:
             kernels["conv2d"] = "keras.layers.Conv2D -> {} ({})".format(", ".join(conv_ops), where)
         if "maxpool2d" in types:
             kernels["maxpool2d"] = "keras.layers.MaxPooling2D -> {} ({})".format(", ".join(pool_ops), where)
-            if theano_runtime is not None and any(layer["padding"] == "same" for layer in self.spec_model.layers
-                                                  if layer.type == "maxpool2d"):
-                kernels["maxpool2d_same"] = (
-                    "Keras' Theano backend pads 'same' pools on both sides and crops: even windows sit one pixel "
-                    "before TensorFlow's")
         if "dense" in types:
             per_step = " on (N, T, units): every step" if self.kind == "sequence" else ""
             kernels["dense"] = "keras.layers.Dense{} -> {} ({})".format(per_step, ", ".join(dot_ops), where)
         if "lstm" in types:
             kernels["lstm"] = (
                 "keras.layers.LSTM (implementation=1, recurrent_activation='sigmoid', one bias per gate) -> "
-                f"K.rnn over time steps: {loop} ({where}); CuDNNLSTM cannot take a mask in Keras 2.2.4")
+                f"K.rnn over time steps: tf.while_loop ({where}); CuDNNLSTM cannot take a mask in Keras 2.2.4")
             if any(layer.type == "lstm" and layer["use_lengths"] for layer in self.spec_model.all_layers):
                 kernels["lstm_lengths"] = "Embedding(mask_zero=True): state after the last real token"
             if self.seq2seq:
@@ -444,7 +410,7 @@ class KerasTrainer:
 
     def info(self) -> dict:
         """What was really used: backend, device, threads, kernels, layout, optimizer semantics, versions."""
-        out = {
+        return {
             "framework": NAME,
             "versions": versions(),
             "backend": BACKEND,
@@ -466,9 +432,6 @@ class KerasTrainer:
             "keras_config": {"floatx": K.floatx(), "epsilon": K.epsilon(), "image_data_format": K.image_data_format()},
             "compile_seconds": self.compile_seconds,
         }
-        if theano_runtime is not None:
-            out["theano_config"] = theano_runtime.config_info()
-        return out
 
     def _gpu_name(self) -> str:
         for d in device_lib.list_local_devices():

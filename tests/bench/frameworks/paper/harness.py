@@ -1,15 +1,20 @@
-"""Paper-era framework modules, trained here on Python 3.11 through the kit's own entrypoint.
+"""Paper-era framework modules trained in their real paper images, the way a campaign runs them.
 
-CPython 3.6 cannot be had on these machines, but four paper-era releases install on 3.11 (MXNet
-1.3.0, Chainer 4.5.0, Theano 1.0.2, Keras 2.2.4 on Theano). Each gets a hash-locked test
-environment (locks/<framework>.txt or locks/<framework>/requirements.txt beside this file, built by
-images.envs without `pip check`: MXNet 1.3.0 declares numpy < 1.15, which has no 3.11 build) and the
-3.11 shims of py311/ on its PYTHONPATH: they live here, never in an image.
+Each framework's runs go through the kit's docker runner (campaign/runners/docker.py) in the
+framework's paper image (era 'paper', CPU variant: CPython 3.6.15, the study's versions), built or
+reused by images.build exactly as `make images ERA=paper` leaves it: a fresh container per run,
+read-only root, no network, a non-root user, the image's entrypoint. A run is what a campaign makes
+of it (campaign.requests.resolve, campaign.execute.execute_one): the workload's smoke spec with
+EPOCHS epochs (so the loss can fall), learnable data in the prepared-data format under a data root
+(the probe's generators, tests/bench/frameworks/probe.py), published into
+<root>/results/CAMPAIGN/<run-id>, which the analysis reads like any campaign's. The `python -m
+campaign run` command line cannot change a spec (epochs, an absurd learning rate), so the tests call
+the same functions it does.
 
-A run is what a campaign makes of it: a run request (era 'paper') resolved on the host from the
-workload's smoke spec (three epochs, so the loss can fall), learnable data in the prepared-data
-format on disk (the probe's generators, tests/bench/frameworks/probe.py), and
-`python -m bench run --request ... --out ...`, with the monitor beside it.
+What a run cannot show (the LSTM's padding invariance, dropout off at test time) is checked by
+inimage.py beside this file, run in the same image by run_in_image: a container of the same bounds
+with that one script mounted read-only and a data root at /data. A framework's runs and its checks
+are two background jobs (paper_fixture, checks_fixture: tests/background.py's two lanes).
 """
 
 from __future__ import annotations
@@ -17,108 +22,188 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
-import subprocess
+import re
+import sys
+import threading
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
-from bench import atomic, request, schema
+import pytest
+
+from bench import atomic, prepared, schema
 from bench.prepared import ARRAYS_FILE, FORMAT_VERSION, META_FILE, ROLES
 from campaign import requests, specs
+from campaign.execute import execute_one
+from campaign.plan import PlannedRun
+from campaign.runners import container_limits
+from campaign.runners.docker import DockerRunner, bounds, container_user
 from data.npz import write_npz
-from images import envs
-from tests.bench.frameworks import probe
+from images import build as images
+from tests import background
+from tests.bench.frameworks import check, probe
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[3]
-SHIMS = HERE / "py311"
+ERA = "paper"
+CAMPAIGN = "paper-images"  # the results folder the runs are published in
 EPOCHS = 3
+PYTHON = "3.6.15"  # the paper base's CPython, inside every paper image
+WORKLOADS = check.PROBED  # every DLBench workload (campaign/studies/dlbench.toml): each paper module runs all seven
+PADDED = check.PADDED  # the workloads whose LSTM reads real lengths
+NAN_WORKLOAD = "cnn-mnist"
+# The probe's absurd learning rate (tests/bench/frameworks/probe.py nan_check): near float32's largest, so the
+# loss overflows within a few steps on any CPU's kernels.
+NAN_LR = 1e38
+RUN_TIMEOUT_S = 900
+INIMAGE_SCRIPT = "inimage.py"
+CHECKS_MOUNT, DATA_MOUNT = "/checks", "/data"
 
 
-def test_env(framework: str) -> envs.EnvInfo:
-    """The framework's paper-era test environment for Python 3.11 (built on first use): locks/<framework>.txt,
-    or locks/<framework>/requirements.txt where the lock needs images.envs' files beside it (an sdist's
-    build-requirements.txt and pip-install-args, which would apply to every lock in one folder)."""
-    folder = HERE / "locks" / framework
-    lock = folder / envs.LOCK_NAME if folder.is_dir() else HERE / "locks" / f"{framework}.txt"
-    return envs.ensure_lock_env(lock, f"{framework}-paper-py311", check=False)
+def pinned(framework: str, package: str) -> str:
+    """The version the framework's paper image lock (images/<framework>/paper/requirements.txt) pins."""
+    lock = REPO / "images" / framework / ERA / "requirements.txt"
+    found = re.search(rf"^{re.escape(package)}==(\S+)", lock.read_text(), re.MULTILINE)
+    assert found, f"{package} is not pinned in {lock}"
+    return found.group(1)
 
 
-def python_version(framework: str) -> str:
-    """The Python version of the framework's test environment: the one its runs really ran on."""
-    return subprocess.run([str(test_env(framework).python), "-c", "import platform; print(platform.python_version())"],
-                          capture_output=True, text=True, check=True).stdout.strip()
+def write_prepared(data_root: Path, spec: dict) -> requests.Dataset:
+    """Learnable data shaped like the workload's dataset, written as its synthetic prepared dataset under
+    `data_root` (the array names the spec's [arrays] table reads; the probe makes them under their roles),
+    found again the way a campaign finds it (campaign.requests.find_dataset)."""
+    folder = prepared.prepared_dir(data_root, spec["dataset"], "synthetic")
+    if not (folder / META_FILE).exists():  # a workload's NaN run reads the same data as its own run
+        made = probe.probe_data(spec)
+        names = {role: role for role in ROLES}
+        names.update(spec.get("arrays") or {})
+        arrays = {f"{names[role]}_{split}": values for split in ("train", "test")
+                  for role, values in getattr(made, split).items()}
+        for split in ("train", "test"):  # the loader keys splits on y_* (data/manythings.py writes it too)
+            arrays.setdefault(f"y_{split}", arrays[f"{names['y']}_{split}"])
+        folder.mkdir(parents=True, exist_ok=True)
+        write_npz(folder / ARRAYS_FILE, arrays)
+        sha = hashlib.sha256((folder / ARRAYS_FILE).read_bytes()).hexdigest()
+        meta = {"format_version": FORMAT_VERSION, "dataset": spec["dataset"], "source": "synthetic",
+                "arrays_sha256": sha, "num_classes": spec["model"].get("num_classes"), "keys": sorted(arrays)}
+        atomic.write_text(folder / META_FILE, json.dumps(meta, sort_keys=True))
+    return requests.find_dataset(data_root, spec["dataset"], "synthetic")
 
 
-def run_json(framework: str, code: str, stdin: str = "", timeout: int = 900) -> dict:
-    """`python -c code` in the framework's test environment (the repository and py311/ importable, one
-    thread), fed `stdin`; the JSON object on its last line of output."""
-    env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{SHIMS}", "DLREPRO_THREADS": "1"}
-    proc = subprocess.run([str(test_env(framework).python), "-c", code], input=stdin, cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=timeout)
-    assert proc.returncode == 0, f"exit {proc.returncode}:\n{proc.stderr[-4000:]}"
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
-def write_prepared(folder: Path, spec: dict) -> requests.Dataset:
-    """Learnable data shaped like the workload's dataset, written in the prepared-data format under
-    the array names the spec's [arrays] table reads (the probe makes them under their roles)."""
-    made = probe.probe_data(spec)
-    names = {role: role for role in ROLES}
-    names.update(spec.get("arrays") or {})
-    arrays = {f"{names[role]}_{split}": values for split in ("train", "test")
-              for role, values in getattr(made, split).items()}
-    for split in ("train", "test"):  # the loader keys splits on y_* (data/manythings.py writes it too)
-        arrays.setdefault(f"y_{split}", arrays[f"{names['y']}_{split}"])
-    folder.mkdir(parents=True, exist_ok=True)
-    write_npz(folder / ARRAYS_FILE, arrays)
-    sha = hashlib.sha256((folder / ARRAYS_FILE).read_bytes()).hexdigest()
-    meta = {"format_version": FORMAT_VERSION, "dataset": spec["dataset"], "source": "synthetic",
-            "arrays_sha256": sha, "num_classes": spec["model"].get("num_classes"), "keys": sorted(arrays)}
-    atomic.write_text(folder / META_FILE, json.dumps(meta, sort_keys=True))
-    sizes = {split: len(arrays[f"{names['y']}_{split}"]) for split in ("train", "test")}
-    return requests.Dataset(spec["dataset"], "synthetic", folder, sha, sizes)
-
-
-def paper_request(framework: str, workload: str, data_root: Path, env: envs.EnvInfo,
-                  edit: Callable[[dict], None] | None = None) -> dict:
-    """The run request of `workload` (smoke sizes, EPOCHS epochs) for the paper-era `framework`;
-    `edit` may change the spec first (e.g. an absurd learning rate: a run that must fail with 'nan')."""
+def smoke_spec(workload: str, edit: Callable[[dict], None] | None = None) -> dict:
+    """The workload's smoke spec with EPOCHS epochs; `edit` may change it further."""
     spec = specs.load(workload, "smoke")
     spec["training"]["epochs"] = EPOCHS
     if edit is not None:
         edit(spec)
-    dataset = write_prepared(data_root / workload, spec)
-    return requests.resolve(
-        framework=framework, era="paper", workload=workload, profile="smoke", spec=spec, dataset=dataset,
-        device="cpu", threads=1, seed=0, repeat=1, campaign="paper-py311", runner="local",
-        environment=requests.Environment(env.lock_sha256))
+    return spec
 
 
-def run(framework: str, workloads: list[str], root: Path, extra_env: dict[str, str] | None = None,
-        timeout: int = 1800, edit: Callable[[dict], None] | None = None) -> dict[str, Path]:
-    """Run each workload through the entrypoint in the framework's test environment; {workload: run dir}.
-
-    Run folders land in root/results/paper-py311/<run-id>, as a campaign publishes them, so the
-    analysis reads them like any campaign's.
-    """
-    env = test_env(framework)
-    process_env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{SHIMS}", "PYTHONUNBUFFERED": "1",
-                   **(extra_env or {})}
-    out = {}
-    for workload in workloads:
-        req = paper_request(framework, workload, root / "data", env, edit)
-        run_dir = root / "results" / "paper-py311" / req["run_id"]
-        request.write(run_dir, req)
-        with open(run_dir / schema.LOG_FILE, "w") as log:
-            subprocess.run([str(env.python), "-m", "bench", "run", "--request", str(run_dir / request.REQUEST_FILE),
-                            "--out", str(run_dir)], cwd=REPO, env=process_env, stdout=log,
-                           stderr=subprocess.STDOUT, timeout=timeout)
-        out[workload] = run_dir
-    return out
+def absurd_learning_rate(spec: dict) -> None:
+    """A spec edit: plain SGD at NAN_LR, which must end the run with a non-finite loss (cause 'nan')."""
+    spec["training"]["optimizer"] = {"name": "sgd", "lr": NAN_LR, "momentum": 0.0}
 
 
-# -- what every paper-era test asserts on a run folder ---------------------------------------------
+@dataclass
+class PaperRuns:
+    """A framework's runs in its paper image: {workload: run folder}, the NaN run's folder, the image
+    (its id and the digest run.json records), the data root, and how long the runs took."""
+
+    framework: str
+    runs: dict[str, Path]
+    nan: Path | None
+    image_id: str
+    image_digest: str
+    data_root: Path
+    campaign_dir: Path
+    seconds: float
+
+    def record(self, workload: str) -> dict:
+        """The workload's run.json, validated (bench.schema.read_run), once it shows status ok (else its log's end)."""
+        return finished(self.runs[workload])
+
+
+_MKTEMP = threading.Lock()
+
+
+def mktemp(tmp_path_factory, name: str) -> Path:
+    """tmp_path_factory.mktemp(name) from a background lane: pytest makes the session's base folder on first use,
+    not thread-safely (two lanes at once get different ones, and mktemp refuses the second): one at a time."""
+    with _MKTEMP:
+        return tmp_path_factory.mktemp(name)
+
+
+def runner(data_root: Path) -> DockerRunner:
+    """The docker runner of a CPU campaign in the paper era, reading requests' data under `data_root`."""
+    return DockerRunner(device="cpu", era=ERA, data_root=data_root)
+
+
+def run_paper(framework: str, root: Path, workloads: tuple[str, ...], nan: bool = True) -> PaperRuns:
+    """Prepare the framework's paper image (built or reused: images.build), then run each workload (smoke,
+    EPOCHS epochs, one thread) and, with `nan`, NAN_WORKLOAD at an absurd learning rate, one after another
+    through campaign.execute.execute_one, published into root/results/CAMPAIGN."""
+    data_root, campaign_dir = root / "data", root / "results" / CAMPAIGN
+    campaign_dir.mkdir(parents=True, exist_ok=True)
+    docker = runner(data_root)
+    environment = docker.prepare(framework)  # before the clock starts: a missing image is built here
+    started = time.perf_counter()
+    planned = [(w, smoke_spec(w)) for w in workloads]
+    if nan:
+        planned.append(("nan", smoke_spec(NAN_WORKLOAD, absurd_learning_rate)))
+    out: dict[str, Path] = {}
+    for name, spec in planned:
+        workload = spec["name"]
+        request = requests.resolve(
+            framework=framework, era=ERA, workload=workload, profile="smoke", spec=spec,
+            dataset=write_prepared(data_root, spec), device="cpu", threads=1, seed=0, repeat=1,
+            campaign=CAMPAIGN, runner=docker.name, environment=environment)
+        execute_one(PlannedRun(request, f"{framework} {name} {ERA}"), docker, campaign_dir, RUN_TIMEOUT_S)
+        out[name] = campaign_dir / request["run_id"]
+    seconds = time.perf_counter() - started
+    _say_times(framework, out, seconds)
+    nan_run = out.pop("nan", None)
+    return PaperRuns(framework, out, nan_run, environment.env_id, environment.image_digest or "", data_root,
+                     campaign_dir, seconds)
+
+
+def _say_times(framework: str, runs: dict[str, Path], seconds: float) -> None:
+    parts = []
+    for name, run_dir in runs.items():
+        timing = json.loads((run_dir / schema.RUN_FILE).read_text())["timing"]
+        parts.append(f"{name}={timing.get('setup_time_s') or 0:.0f}+{timing.get('training_time_s') or 0:.0f}")
+    sys.stderr.write(f"paper image {framework}: {len(runs)} runs in {seconds:.0f} s (setup+training s: "
+                     f"{', '.join(parts)})\n")
+
+
+def run_in_image(framework: str, data_root: Path, checks: dict, timeout: int = 900) -> dict:
+    """inimage.py in a container of the framework's paper image (the one its runs get: DockerRunner.prepare), as
+    bounded as a run's (read-only root, tmpfs /tmp, no network, the host user, no capabilities), one thread,
+    `data_root` at /data; `checks` is its input (see inimage.py). Its JSON last line of output."""
+    image_id = runner(data_root).prepare(framework).env_id
+    folder = data_root / "inimage"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "checks.json").write_text(json.dumps(checks))
+    user = container_user()
+    client = images.client()
+    container = client.containers.create(
+        image=image_id, entrypoint=["/opt/venv/bin/python", f"{CHECKS_MOUNT}/{INIMAGE_SCRIPT}"],
+        command=[f"{DATA_MOUNT}/inimage/checks.json"], user=f"{user[0]}:{user[1]}", network_mode="none",
+        volumes={str(HERE / INIMAGE_SCRIPT): {"bind": f"{CHECKS_MOUNT}/{INIMAGE_SCRIPT}", "mode": "ro"},
+                 str(data_root): {"bind": DATA_MOUNT, "mode": "ro"}},
+        environment={"HOME": "/tmp", "TMPDIR": "/tmp", "DLREPRO_THREADS": "1", "PYTHONUNBUFFERED": "1"},
+        security_opt=["no-new-privileges"], cap_drop=["ALL"], detach=True, **bounds(container_limits()))
+    try:
+        container.start()
+        status = container.wait(timeout=timeout)["StatusCode"]
+        output = container.logs(stdout=True, stderr=True).decode(errors="replace")
+    finally:
+        container.remove(force=True)
+    assert status == 0, f"{INIMAGE_SCRIPT} in {framework}'s image: exit {status}\n{output[-4000:]}"
+    return {**json.loads(output.strip().splitlines()[-1]), "framework": framework}
+
+
+# -- what every paper-image test asserts on a run folder -----------------------------------------------
 def finished(run_dir: Path) -> dict:
     """The run's run.json, validated (bench.schema.read_run), once it shows status ok (else its log's end)."""
     record = schema.read_run(run_dir)
@@ -127,28 +212,145 @@ def finished(run_dir: Path) -> dict:
     return record
 
 
-def assert_paper_run(record: dict, framework: str, version: str, python: str) -> None:
-    """Era 'paper', the framework at `version`, every epoch done, on the Python that really ran (`python`,
-    the test environment's 3.11; CPython 3.6 in a paper-era image)."""
-    assert record["config"]["era"] == "paper" and record["config"]["framework"] == framework
-    assert record["environment"]["framework_version"] == version
-    assert record["host"]["python"] == record["environment"]["python"] == python
+def assert_paper_run(record: dict, paper: PaperRuns, version: str) -> None:
+    """Era 'paper', the framework at `version` (its image lock's pin), every epoch done, on CPython 3.6.15 inside
+    the container (the host record is the container's), the image named by the digest the runner prepared."""
+    framework = paper.framework
+    assert record["config"]["era"] == ERA and record["config"]["framework"] == framework
+    env = record["environment"]
+    assert env["framework_version"] == version == pinned(framework, framework)
+    assert record["host"]["python"] == env["python"] == env["framework_build"]["python"] == PYTHON
+    assert env["runner"] == "docker" and env["env_id"] == paper.image_id
+    assert env["image_digest"] == paper.image_digest and paper.image_digest
+    # The kit's paper base (make base ERA=paper) says what it is from its own /etc/dlrepro/base.json.
+    assert env["base"]["era"] == ERA and env["base"]["python"] == PYTHON
     assert record["results"]["epochs_completed"] == EPOCHS
 
 
 def assert_loss_falls(run_dir: Path) -> list[dict]:
-    """EPOCHS epochs of finite positive losses, the last below the first, accuracies in [0, 1]; the metrics."""
+    """EPOCHS epochs of finite losses in (0, 10), the last below the first, accuracies in [0, 1]; the metrics."""
     metrics = schema.read_metrics(run_dir)
+    assert [m["epoch"] for m in metrics] == list(range(1, EPOCHS + 1))
     losses = [m["loss"] for m in metrics]
-    assert len(losses) == EPOCHS and all(math.isfinite(loss) and loss > 0 for loss in losses), losses
+    assert all(math.isfinite(loss) and 0 < loss < 10 for loss in losses), losses
     assert losses[-1] < losses[0], f"loss did not fall: {losses}"
-    assert all(0.0 <= m["test_accuracy"] <= 1.0 for m in metrics)
+    assert all(0.0 <= m["test_accuracy"] <= 1.0 and 0.0 <= m["train_accuracy"] <= 1.0 for m in metrics)
     return metrics
 
 
 def assert_monitor_sampled(run_dir: Path) -> None:
-    """The in-run monitor ran: monitor.csv has samples with the process's memory, run.json no 'disabled'."""
+    """The in-run monitor ran in the container: monitor.csv has samples with the process's memory."""
     rows = list(schema.read_monitor(run_dir))
     assert rows, "monitor.csv has no samples"
     assert any(row["proc_rss_mb"] for row in rows)
     assert "disabled" not in schema.read_run(run_dir)["monitor"]
+
+
+def assert_nan_failed(paper: PaperRuns) -> None:
+    """The absurd learning rate's run: failed with cause 'nan', the module's own NonFiniteLoss, in the image."""
+    record = schema.read_run(paper.nan)
+    assert record["status"] == "failed" and record["failure"]["cause"] == "nan", record["failure"]
+    assert re.match(r"NonFiniteLoss: (loss|parameters) became .*(nan|inf)", record["failure"]["message"]), \
+        record["failure"]["message"]
+    assert record["config"]["era"] == ERA and record["spec"]["training"]["optimizer"]["lr"] == NAN_LR
+    assert record["environment"]["image_digest"] == paper.image_digest
+
+
+def in_image_checks(framework: str, root: Path, padding: tuple[str, ...] = PADDED, evaluations: bool = False,
+                    extra: tuple[str, ...] = ()) -> dict:
+    """inimage.py's output (and "framework"): the padding check on `padding`'s workloads, with `evaluations` two
+    evaluations of NAN_WORKLOAD's trainer, and the `extra` checks it names, on the probe's data under root/data."""
+    data_root = root / "data"
+    names = [*padding, *([NAN_WORKLOAD] if evaluations else [])]
+    for workload in names:
+        write_prepared(data_root, smoke_spec(workload))
+    data = {w: str(prepared.prepared_dir(Path(DATA_MOUNT), specs.load(w)["dataset"], "synthetic")) for w in names}
+    return run_in_image(framework, data_root, {
+        "framework": framework, "padding": {w: smoke_spec(w) for w in padding},
+        "evaluations": smoke_spec(NAN_WORKLOAD) if evaluations else None, "extra": list(extra), "data": data})
+
+
+def paper_fixture(framework: str, module: str, weight: float):
+    """A module-scoped fixture `paper`: the framework's PaperRuns of every workload (WORKLOADS) and the NaN run,
+    run once, in the background beside the other frameworks' (tests/background.py: two lanes, one thread per
+    run, on CI's two cores; `weight`: its rough seconds on them)."""
+
+    def run(tmp_path_factory) -> PaperRuns:
+        return run_paper(framework, mktemp(tmp_path_factory, f"{framework}-paper"), WORKLOADS)
+
+    return background.fixture(f"paper image {framework} runs", run, weight=weight, module=module, fixture_name="paper")
+
+
+def checks_fixture(framework: str, module: str, weight: float, evaluations: bool = False,
+                   extra: tuple[str, ...] = ()):
+    """A module-scoped fixture `checks`: in_image_checks' output, run once, in the background as a job of its own
+    (Theano's cold compiles make it minutes: a lane of its own evens the two lanes out)."""
+
+    def run(tmp_path_factory) -> dict:
+        started = time.perf_counter()
+        out = in_image_checks(framework, mktemp(tmp_path_factory, f"{framework}-checks"), evaluations=evaluations,
+                              extra=extra)
+        sys.stderr.write(f"paper image {framework}: {INIMAGE_SCRIPT} in {time.perf_counter() - started:.0f} s\n")
+        return out
+
+    return background.fixture(f"paper image {framework} checks", run, weight=weight, module=module,
+                              fixture_name="checks")
+
+
+# -- the tests every paper-image module makes in the same words (imported there, collected with its `paper`) ----
+SHARED_TESTS = [
+    "test_run_is_a_valid_paper_era_run",
+    "test_loss_falls",
+    "test_monitor_sampled_the_run",
+    "test_info_records_threads_and_kernels",
+    "test_non_finite_loss_fails_the_run_as_nan",
+    "test_lstm_reads_the_last_real_step",
+    "test_versions_in_the_image_are_the_locks",
+]
+
+
+@pytest.mark.parametrize("workload", WORKLOADS)
+def test_run_is_a_valid_paper_era_run(paper, workload):
+    record = paper.record(workload)
+    assert record["config"]["workload"] == workload
+    assert_paper_run(record, paper, pinned(paper.framework, paper.framework))
+    env = record["environment"]
+    assert env["packages"]["numpy"] == pinned(paper.framework, "numpy")
+    assert record["environment"]["limits"]["read_only_root"] is True  # the runner's bounds, as recorded
+
+
+@pytest.mark.parametrize("workload", WORKLOADS)
+def test_loss_falls(paper, workload):
+    paper.record(workload)
+    metrics = assert_loss_falls(paper.runs[workload])
+    if workload == NAN_WORKLOAD:  # learnable data: it must beat chance
+        assert metrics[-1]["test_accuracy"] > 1 / specs.load(workload)["model"]["num_classes"] + 0.05, metrics
+
+
+@pytest.mark.parametrize("workload", WORKLOADS)
+def test_monitor_sampled_the_run(paper, workload):
+    paper.record(workload)
+    assert_monitor_sampled(paper.runs[workload])
+
+
+@pytest.mark.parametrize("workload", WORKLOADS)
+def test_info_records_threads_and_kernels(paper, workload):
+    # The device, one thread obeyed (the request's threads=1), the layout, the spec's optimizer, the family's kernel.
+    check.assert_info_basics(paper.record(workload)["device_used"], workload)
+
+
+def test_non_finite_loss_fails_the_run_as_nan(paper):
+    assert_nan_failed(paper)
+
+
+def test_lstm_reads_the_last_real_step(checks):
+    # Cutting the post-padding off changes no logit: each LSTM's state is the one at the last real token.
+    padding = checks["padding"]
+    assert set(padding) == set(PADDED)
+    assert all(diff < 1e-5 for diff in padding.values()), padding
+
+
+def test_versions_in_the_image_are_the_locks(checks):
+    versions, framework = checks["versions"], checks["framework"]
+    assert versions[framework] == pinned(framework, framework)
+    assert (versions["numpy"], versions["python"]) == (pinned(framework, "numpy"), PYTHON)

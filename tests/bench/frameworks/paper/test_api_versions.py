@@ -1,8 +1,8 @@
 """The paper-era framework modules use only APIs their framework version had (static check, fast).
 
-TensorFlow 1.11 and PyTorch 0.4.1 cannot be installed here (no CPython 3.6; torch 0.4.1 is not on
-the package index), so their modules are never run by the tests: this check is what keeps them
-honest, and it holds the other four paper modules to the same rule. LATER holds, per paper-era
+PyTorch 0.4.1 is on no package index, so its module is never run by the tests: this check is what
+keeps it honest, and it holds the five paper modules the paper-image tests train (test_<framework>.py
+beside this file) to the same rule, on every line, trained or not. LATER holds, per paper-era
 package, APIs that arrived after that version: the version each arrived in and where that was
 found. Every bench/frameworks/paper/<framework>.py is parsed with `ast`; a rule applies to a
 module that imports its package, and the check fails naming file, line, API and version when one
