@@ -63,7 +63,9 @@ def test_a_base_that_cannot_be_had_names_the_registry_free_route(engine):
 def test_image_carries_its_labels_and_runs_as_non_root(engine, pytorch_image):
     spec = images.ImageSpec("pytorch", "current", "cpu")
     planned = images.plan(engine, spec, images.base_image(engine, "current"))
-    assert pytorch_image.labels == images.labels(spec, planned.base, (), planned.release)  # set in one place
+    # Set in one place; an image also carries its base's labels (a local base's org.dlrepro.base-era, say).
+    base_labels = engine.images.get(planned.base).labels or {} if planned.base else {}
+    assert pytorch_image.labels == {**base_labels, **images.labels(spec, planned.base, (), planned.release)}
     assert pytorch_image.labels["org.dlrepro.lock-sha256"] == images.lock_sha256(spec)
     assert pytorch_image.attrs["Config"]["User"] == "10001:10001"
     assert pytorch_image.attrs["Config"]["Entrypoint"] == ["/opt/venv/bin/python", "-m", "bench"]
