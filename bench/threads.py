@@ -5,11 +5,19 @@ CPython 3.6-clean."""
 import os
 from typing import Optional
 
-THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MXNET_CPU_WORKER_NTHREADS")
+THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+# Held at these values whatever the thread count. MXNet's engine workers (inter-op) stay at MXNet's own
+# default of one in every era: a second worker only puts twice the OpenMP threads on the same cores, and
+# MXNet 1.3.0's wheel bundles an OpenBLAS (OpenMP build) whose exec_blas reads its buffer-in-use flag
+# without a fence, so a second caller arriving while the first is inside loops forever (it hung the
+# paper image at two threads, one core spinning on `jmp .`).
+FIXED_VARS = {"MXNET_CPU_WORKER_NTHREADS": "1"}
 
 
 def pin(threads: Optional[int]) -> None:
     """Set DLREPRO_THREADS and every thread-pool variable the frameworks read."""
+    os.environ.update(FIXED_VARS)
     if threads:
         os.environ["DLREPRO_THREADS"] = str(threads)
         for var in THREAD_VARS:

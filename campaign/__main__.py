@@ -5,7 +5,8 @@ with the chosen runner and runs what is missing; `check` takes run's arguments a
 all (names, numbers, frameworks, profile, era, workloads) without doing anything, so a make target
 stops on a bad setting before it downloads data or builds an environment; `datasets` prints what a
 target's workloads read; `check-gpu` stops a GPU target at once on a machine without one (and passes
-a CPU target). Bad input ends with one line `error: <problem>; <fix>` and exit code 2.
+a CPU target). Bad input ends with one line `error: <problem>; <fix>` and exit code 2. SIGTERM
+stops a command the way Ctrl-C does (a campaign's runs in flight killed, containers included).
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import signal
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -382,12 +385,25 @@ def dispatch(argv: list[str]) -> int:
     return COMMANDS[argv[0]](argv[1:])
 
 
+def _interrupt(signum: int, frame) -> None:
+    raise KeyboardInterrupt
+
+
+def stop_on_sigterm() -> None:
+    """Make SIGTERM (kill, a CI or service manager's stop) stop this process the way Ctrl-C does, so what
+    cleans up after Ctrl-C runs: without it the process dies at once and its containers keep running.
+    A Slurm task installs its own handler over this one (campaign/task.py)."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _interrupt)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Dispatch to a subcommand; a UsageError becomes one line and exit code 2."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
         print(f"usage: python -m campaign {{{','.join(COMMANDS)}}} ...")
         return 0
+    stop_on_sigterm()
     return run_cli(dispatch, argv)
 
 

@@ -150,3 +150,38 @@ def test_a_campaign_run_trains_in_a_bounded_container_and_names_no_host_path(eng
         text = (cdir / run.run_id / name).read_text()
         assert str(tmp_path) not in text and str(data_root) not in text, name
     assert schema.read_run(cdir / run.run_id)["dataset"]["path"] == "prepared/mnist-synthetic"
+
+
+def test_a_campaign_stopped_by_sigterm_takes_its_container_down(engine, pytorch_image, tmp_path):
+    # `kill` (or a CI's or service manager's stop) sends SIGTERM, not Ctrl-C: the campaign still kills its run's
+    # container, publishes nothing, and exits as interrupted.
+    import signal
+    import subprocess
+    import sys
+
+    from data import synthetic
+
+    data_root, results = tmp_path / "data", tmp_path / "results"
+    synthetic.make_synthetic("mnist", data_root, progress=False)
+    label = {"label": "org.dlrepro.campaign=sigterm"}
+    cmd = [sys.executable, "-m", "campaign", "run", "--workloads", "cnn-mnist", "--device", "cpu",
+           "--frameworks", "pytorch", "--profile", "quick", "--repeats", "1", "--runner", "docker",
+           "--data", "synthetic", "--data-root", str(data_root), "--results", str(results),
+           "--campaign", "sigterm", "--threads", "1"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 300
+        while not engine.containers.list(filters=label) and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.2)
+        assert engine.containers.list(filters=label), "the run's container never started"
+        time.sleep(2)  # inside the run, not at its start
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, out
+    assert "interrupted" in out
+    assert not engine.containers.list(all=True, filters=label), "a container outlived its campaign"
+    assert len(list((results / "sigterm").glob("*.partial"))) == 1
+    assert not list((results / "sigterm").glob("*/run.json")), "a killed run is not a result"

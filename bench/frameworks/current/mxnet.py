@@ -21,9 +21,10 @@ Sequence outputs (language models, decoders): the dense layer runs once over eve
 0/1 token weights (gluon losses' sample_weight) so padding counts nowhere.
 
 Threads: MXNet reads OMP_NUM_THREADS and MXNET_CPU_WORKER_NTHREADS when it is imported. The
-entrypoint (bench.threads.pin) sets them before importing this module; this module also sets
-them from $DLREPRO_THREADS before its own `import mxnet` (for the probe and other callers), and
-calls MXSetNumOMPThreads as well, which holds even if MXNet was imported earlier.
+entrypoint (bench.threads.pin) sets them before importing this module: the OpenMP pool from the
+request, one engine worker (bench.threads.FIXED_VARS says why); this module pins them again before
+its own `import mxnet` (for the probe and other callers), and calls MXSetNumOMPThreads as well,
+which holds even if MXNet was imported earlier.
 """
 
 from __future__ import annotations
@@ -36,15 +37,11 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from bench import modelplan, switches
+from bench import modelplan, switches, threads
 from bench.frameworks import NonFiniteLoss, common
 
 # Before `import mxnet`: its engine and OpenMP pool read these once, at import.
-_THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MXNET_CPU_WORKER_NTHREADS")
-_REQUESTED_THREADS = common.threads_from_env()
-if _REQUESTED_THREADS is not None:
-    for _var in _THREAD_VARS:
-        os.environ[_var] = str(_REQUESTED_THREADS)
+threads.pin(common.threads_from_env())
 
 import mxnet as mx  # noqa: E402
 import numpy as np  # noqa: E402

@@ -25,8 +25,9 @@ What MXNet 1.3.0 makes different:
 - NumPy 1.14: shuffling uses np.random.RandomState(seed).
 
 Threads: MXNet reads OMP_NUM_THREADS and MXNET_CPU_WORKER_NTHREADS when it is imported; they are
-set from $DLREPRO_THREADS before `import mxnet` (bench.threads.pin), and MXSetNumOMPThreads is
-called as well, which holds even if MXNet was imported earlier.
+set before `import mxnet` (bench.threads.pin: the OpenMP pool from $DLREPRO_THREADS, one engine
+worker, since two hang in this wheel's bundled OpenBLAS), and MXSetNumOMPThreads is called as
+well, which holds even if MXNet was imported earlier.
 """
 
 import ctypes

@@ -139,10 +139,11 @@ def runner(data_root: Path) -> DockerRunner:
     return DockerRunner(device="cpu", era=ERA, data_root=data_root)
 
 
-def run_paper(framework: str, root: Path, workloads: tuple[str, ...], nan: bool = True) -> PaperRuns:
+def run_paper(framework: str, root: Path, workloads: tuple[str, ...], nan: bool = True, threads: int = 1,
+              timeout_s: int = RUN_TIMEOUT_S) -> PaperRuns:
     """Prepare the framework's paper image (built or reused: images.build), then run each workload (smoke,
-    EPOCHS epochs, one thread) and, with `nan`, NAN_WORKLOAD at an absurd learning rate, one after another
-    through campaign.execute.execute_one, published into root/results/CAMPAIGN."""
+    EPOCHS epochs, `threads` threads, each within `timeout_s`) and, with `nan`, NAN_WORKLOAD at an absurd
+    learning rate, one after another through campaign.execute.execute_one, published into root/results/CAMPAIGN."""
     data_root, campaign_dir = root / "data", root / "results" / CAMPAIGN
     campaign_dir.mkdir(parents=True, exist_ok=True)
     docker = runner(data_root)
@@ -156,9 +157,9 @@ def run_paper(framework: str, root: Path, workloads: tuple[str, ...], nan: bool 
         workload = spec["name"]
         request = requests.resolve(
             framework=framework, era=ERA, workload=workload, profile="smoke", spec=spec,
-            dataset=write_prepared(data_root, spec), device="cpu", threads=1, seed=0, repeat=1,
+            dataset=write_prepared(data_root, spec), device="cpu", threads=threads, seed=0, repeat=1,
             campaign=CAMPAIGN, runner=docker.name, environment=environment)
-        execute_one(PlannedRun(request, f"{framework} {name} {ERA}"), docker, campaign_dir, RUN_TIMEOUT_S)
+        execute_one(PlannedRun(request, f"{framework} {name} {ERA}"), docker, campaign_dir, timeout_s)
         out[name] = campaign_dir / request["run_id"]
     seconds = time.perf_counter() - started
     _say_times(framework, out, seconds)
