@@ -9,6 +9,7 @@ what could not be read).
 
 from __future__ import annotations
 
+import re
 import statistics
 import warnings
 from collections.abc import Iterable, Sequence
@@ -394,23 +395,39 @@ def run_row(run_dir: Path, run: dict, epochs: Sequence[dict[str, Any]], problems
 
 # A path component of this ending: a wheel's bundled copy of a library (auditwheel: numpy.libs, scipy.libs).
 _BUNDLED = ".libs"
-# TensorFlow's oneDNN switch: unset, oneDNN's kernels run (TensorFlow's default on x86 since 2.9).
+# TensorFlow's oneDNN switch: unset, oneDNN's kernels run (TensorFlow's default on x86 since 2.9). It came with
+# 2.5, off by default until 2.9; the stock wheels before 2.5 (the paper era's 1.11) carry no oneDNN: Eigen.
 _ONEDNN_VAR = "TF_ENABLE_ONEDNN_OPTS"
+_ONEDNN_SWITCH, _ONEDNN_DEFAULT = (2, 5), (2, 9)
+
+
+def _tensorflow_kernels(environment: dict) -> str:
+    """'eigen' or 'onednn': what TensorFlow's switch chose in the run's TensorFlow (a record without its version
+    is taken as today's)."""
+    setting = (environment.get("library_settings") or {}).get(_ONEDNN_VAR)
+    version = (environment.get("packages") or {}).get("tensorflow") or ""
+    found = re.match(r"(\d+)\.(\d+)", version)
+    release = (int(found.group(1)), int(found.group(2))) if found else _ONEDNN_DEFAULT
+    if release < _ONEDNN_SWITCH:
+        return "eigen"
+    if setting is None:
+        return "onednn" if release >= _ONEDNN_DEFAULT else "eigen"
+    return "eigen" if setting == "0" else "onednn"
 
 
 def blas_loaded(environment: dict) -> str | None:
     """The BLAS that did a run's work, from what its process recorded (run.json environment.libraries and
     library_settings: bench/blas.py), not from what it asked for.
 
-    TensorFlow (and Keras on it) records its kernel switch: 'eigen' when TF_ENABLE_ONEDNN_OPTS was 0, else
-    'onednn'. Otherwise the apis of the BLAS libraries the process loaded, distinct, in name order, joined by
+    TensorFlow (and Keras on it) records its kernel switch: 'eigen' when TF_ENABLE_ONEDNN_OPTS was 0 or its
+    TensorFlow predates oneDNN's default (unset before 2.9; any value before 2.5), else 'onednn'.
+    Otherwise the apis of the BLAS libraries the process loaded, distinct, in name order, joined by
     '+' ('openblas', 'mkl', 'other': a BLAS that names itself as none known, e.g. Debian's reference BLAS),
     leaving out the copies wheels bundle (numpy.libs, scipy.libs) when any other BLAS was loaded: NumPy's and
     SciPy's own OpenBLAS is loaded beside the one a Theano run links, which is the one that does its work.
     None when the run recorded no libraries (before the kit read them, or not on Linux)."""
-    settings = environment.get("library_settings") or {}
-    if _ONEDNN_VAR in settings:
-        return "eigen" if settings[_ONEDNN_VAR] == "0" else "onednn"
+    if _ONEDNN_VAR in (environment.get("library_settings") or {}):
+        return _tensorflow_kernels(environment)
     libraries = environment.get("libraries")
     if libraries is None:
         return None

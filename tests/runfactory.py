@@ -69,6 +69,11 @@ def _request_data(spec: dict, source: str) -> dict[str, Any]:
             "path": "/data/prepared/" + spec["dataset"], "train_indices": None, "test_indices": None}
 
 
+def _package_version(framework: str) -> str:
+    # TensorFlow's kernels depend on its release (analysis.runs.blas_loaded: oneDNN by default from 2.9): today's.
+    return "2.16.1" if framework == "tensorflow" else "1.0"
+
+
 def make_run(campaign: Path, framework: str, workload: str, repeat: int, *,
              status: str = "ok", cause: str = "oom", message: str = "CUDA out of memory (fake)",
              training_time: float = 100.0, accuracy: float | None = 0.98,
@@ -140,7 +145,8 @@ def make_run(campaign: Path, framework: str, workload: str, repeat: int, *,
                                    "gpus": [{"name": "Fake GPU 16GB"}] if gpu else []})
     record["run_id"] = run_id  # readable names in the tests' tables
     record["environment"].update(
-        framework_version=framework_version or f"{framework}-1.0", packages={framework: "1.0"}, python=python,
+        framework_version=framework_version or f"{framework}-1.0", packages={framework: _package_version(framework)},
+        python=python,
         framework_build={framework: "1.0", **({"cuda": "12.4", "cudnn": "9.1"} if gpu else {})})
     record["environment"].update(environment or {})
     record["host"].update(host or {})

@@ -44,6 +44,16 @@ def test_tensorflow_is_read_from_its_onednn_switch_and_an_unrecorded_run_is_empt
     assert blas_loaded({}) is None and blas_loaded({"libraries": []}) is None
 
 
+def test_a_tensorflow_without_onednn_in_its_wheel_ran_eigen_whatever_the_switch():
+    def loaded(version: str, setting: str | None) -> str | None:
+        return blas_loaded({"libraries": [], "packages": {"tensorflow": version},
+                            "library_settings": {"TF_ENABLE_ONEDNN_OPTS": setting}})
+
+    assert loaded("1.11.0", None) == loaded("1.11.0", "1") == "eigen"  # the paper era: no oneDNN in the wheel
+    assert loaded("2.8.4", None) == "eigen" and loaded("2.8.4", "1") == "onednn"  # the switch, off by default
+    assert loaded("2.16.1", None) == "onednn" and loaded("2.16.1", "0") == "eigen"
+
+
 def test_the_run_table_shows_what_was_asked_beside_what_was_loaded(tmp_path):
     campaign = tmp_path / "c"
     asked = make_run(campaign, "theano", "cnn-mnist", 1, sweep={"blas": "reference"})
