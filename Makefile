@@ -58,10 +58,23 @@ export BASE_IMAGE
 PYTHON_SOURCE  ?=
 PYTHON_STANDIN ?=
 
-# Every experiment of campaign/studies/*.toml (demo has its own recipe below).
-CAMPAIGN_TARGETS := cpu-cnn gpu-cnn cpu-lstm gpu-lstm shi-cpu shi-gpu shams-cpu shams-gpu shams-allreduce-cpu shams-allreduce-gpu shams-scaleup-cpu shams-scaleup-gpu shi-multigpu wu-cpu-defaults wu-gpu-defaults wu-cpu-batch wu-cpu-lr wu-gpu-lr wu-cpu-threads wu-cpu-blas ilkarman-train-cpu ilkarman-train-gpu ilkarman-features-cpu ilkarman-features-gpu ilkarman-rnn-cpu ilkarman-rnn-gpu ilkarman-layout-cpu ilkarman-layout-gpu ilkarman-autotune-gpu
-# Those whose experiment runs on a GPU: they stop at once on a machine without one.
-GPU_TARGETS := gpu-cnn gpu-lstm shi-gpu shams-gpu shams-allreduce-gpu shams-scaleup-gpu shi-multigpu wu-gpu-defaults wu-gpu-lr ilkarman-train-gpu ilkarman-features-gpu ilkarman-rnn-gpu ilkarman-layout-gpu ilkarman-autotune-gpu
+# The make targets of the study files, generated, never listed here (campaign/targets.py: the naming rule):
+# targets.mk (committed: the kit's own studies; a test checks it is current) defines CAMPAIGN_TARGETS (every
+# experiment), GPU_TARGETS, STUDY_TARGETS and GPU_STUDY_TARGETS (each study's <study>-cpu/-gpu), STUDIES and HELP.*;
+# with DLREPRO_STUDIES_PATH set, a file per path value under .targets/ (git-ignored) adds the studies there. make
+# remakes either, and restarts, when a study file, a studies folder or the generator is newer: a new study folder
+# gets its targets with no other file edited. The generator reads the study files with $(PYTHON) (3.11: tomllib).
+TARGETS_FROM := campaign/targets.py campaign/study.py
+targets.mk: studies $(wildcard studies/*/study.toml) $(TARGETS_FROM)
+	@$(PYTHON) -m campaign targets --out $@
+include targets.mk
+ifneq ($(strip $(DLREPRO_STUDIES_PATH)),)
+STUDY_ROOTS := $(wildcard $(subst :, ,$(DLREPRO_STUDIES_PATH)))
+PATH_TARGETS := .targets/$(firstword $(shell printf '%s' '$(subst ','\'',$(DLREPRO_STUDIES_PATH))' | cksum)).mk
+$(PATH_TARGETS): targets.mk $(STUDY_ROOTS) $(wildcard $(addsuffix /*/study.toml,$(STUDY_ROOTS))) $(TARGETS_FROM)
+	@$(PYTHON) -m campaign targets --path --out $@
+include $(PATH_TARGETS)
+endif
 RUN_ARGS = --frameworks "$(FRAMEWORKS)" --era "$(ERA)" --profile "$(PROFILE)" --repeats "$(REPEATS)" \
            --runner "$(RUNNER)" --data "$(DATA)" $(if $(THREADS),--threads "$(THREADS)") \
            $(if $(TIMEOUT),--timeout "$(TIMEOUT)") --retry-failed "$(RETRY_FAILED)" --gpus "$(GPUS)" --parallel "$(PARALLEL)" \
@@ -72,14 +85,17 @@ RUN_ARGS = --frameworks "$(FRAMEWORKS)" --era "$(ERA)" --profile "$(PROFILE)" --
 # A campaign handed to a scheduler exits 3 while runs are still queued: report once they are back.
 QUEUED_EXIT := 3
 
-.PHONY: help host envs demo test test-slow test-paper test-all lint lock download run analyze report bench-overhead bench-lstm $(CAMPAIGN_TARGETS) ilkarman-cpu ilkarman-gpu wu-cpu wu-gpu
+.PHONY: help host envs demo test test-slow test-paper test-all lint lock download run analyze report bench-overhead bench-lstm $(CAMPAIGN_TARGETS) $(STUDY_TARGETS)
 .PHONY: base images push pull verify-lock slurm-up slurm-down
 
 help: ## list the targets and variables
 	@echo "dlrepro: reproduce DLBench and related deep-learning-framework benchmark studies"
 	@echo
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | awk -F'\t' '{printf "  make %-10s %s\n", $$1, $$2}'
-	@echo "  make cpu-cnn    (also gpu-cnn, cpu-lstm, gpu-lstm; Shi et al.: shi-cpu, shi-gpu, shi-multigpu; Shams et al.: shams-cpu, shams-gpu, shams-allreduce-cpu, shams-allreduce-gpu, shams-scaleup-cpu, shams-scaleup-gpu; Wu et al.: wu-cpu = wu-cpu-defaults + -batch + -lr + -threads + -blas, wu-gpu = wu-gpu-defaults + wu-gpu-lr; ilkarman/DeepLearningFrameworks: ilkarman-cpu = ilkarman-train-cpu + -features-cpu + -rnn-cpu + -layout-cpu, ilkarman-gpu = the same on the GPU + ilkarman-autotune-gpu) a whole study campaign: data, runs, report"
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | awk -F'\t' '{printf "  make %-10s %s\n", $$1, $$2}'
+	@echo "  make <experiment>  one experiment of a study file: data, runs, report (in campaign <experiment>)"
+	@echo "  make <study>-cpu   a study's CPU experiments (-gpu: GPU ones) in one campaign and one report: always"
+	@echo "                     <study>-all-cpu (-all-gpu), and <study>-cpu (-gpu) where no experiment has that name"
+	@$(foreach s,$(STUDIES),printf '    %-9s %s\n' '$(s)' '$(HELP.$(s))';)
 	@echo
 	@echo "variables: FRAMEWORKS=\"$(FRAMEWORKS)\" PROFILE=$(PROFILE) (paper|quick|smoke) REPEATS=$(REPEATS)"
 	@echo "           RUNNER=$(RUNNER) (auto|docker|local|system) DATA=$(DATA) (real|synthetic) THREADS CAMPAIGN MIRROR TIMEOUT RETRY_FAILED"
@@ -112,11 +128,8 @@ demo: REPEATS = 2
 demo: DATA = synthetic
 # The quick look runs in virtual environments: no image builds, no registry (RUNNER=docker to change).
 demo: RUNNER = local
+# demo is an experiment of studies/dlbench/study.toml: its recipe is every experiment's (below), with these settings.
 demo: host ## the main job on built-in synthetic data: CPU, quick profile, 2 repeats, no network
-	@$(HOSTPY) -m campaign check --target demo --campaign demo $(RUN_ARGS)
-	$(HOSTPY) -m data synthetic --datasets mnist imdb
-	$(HOSTPY) -m campaign run --target demo --campaign demo $(RUN_ARGS)
-	$(HOSTPY) -m analysis --campaign results/demo --out reports/demo
 
 # Test tiers (README, "Tests"): lint (ruff and the payload's CPython 3.6 gate), the fast tests (no
 # framework training, no image build; a few minutes) and the slow ones (real training in every
@@ -238,36 +251,21 @@ analyze: host ## turn results/$(CAMPAIGN) into reports/$(CAMPAIGN)
 
 report: analyze
 
-# cpu-cnn, gpu-cnn, cpu-lstm, gpu-lstm, shi-cpu, shi-gpu, shi-multigpu, shams-cpu, shams-gpu, shams-allreduce-cpu,
-# shams-allreduce-gpu, shams-scaleup-cpu, shams-scaleup-gpu, wu-cpu-defaults, wu-gpu-defaults, wu-cpu-batch, wu-cpu-lr,
-# wu-gpu-lr, wu-cpu-threads, wu-cpu-blas, ilkarman-train-cpu, ilkarman-train-gpu, ilkarman-features-cpu,
-# ilkarman-features-gpu, ilkarman-rnn-cpu, ilkarman-rnn-gpu, ilkarman-layout-cpu, ilkarman-layout-gpu,
-# ilkarman-autotune-gpu: data, runs, report.
-# A target whose experiment runs on the GPU (GPU_TARGETS) stops at once without one, naming the CPU
-# target its study file gives it (`cpu = ...`; check-gpu needs only the standard library, so it runs
-# before the host environment is built). `campaign check` then validates every setting (CAMPAIGN, the numbers,
-# FRAMEWORKS, PROFILE, ERA, WORKLOADS, ...) before any data is downloaded or environment built.
-# WORKLOADS=... runs those instead of the target's (e.g. make cpu-cnn WORKLOADS=cnn-svhn).
-# Wu et al.'s experiments in one campaign and one report: each framework's defaults, then one factor at a time
-# (batch size, learning rate, threads, BLAS library), experiments of campaign/studies/wu.toml.
-WU_CPU := wu-cpu-defaults wu-cpu-batch wu-cpu-lr wu-cpu-threads wu-cpu-blas
-WU_GPU := wu-gpu-defaults wu-gpu-lr
-wu-cpu wu-gpu:
-	@$(if $(filter wu-gpu,$@),$(PYTHON) -m campaign check-gpu $(firstword $(WU_GPU)) --instead wu-cpu,true)
-	@for target in $(if $(filter wu-gpu,$@),$(WU_GPU),$(WU_CPU)); do \
+# A study's CPU (GPU) experiments in one campaign and one report, one after the other (targets.mk gives each of
+# STUDY_TARGETS its STUDY_EXPERIMENTS). A GPU one stops at once without a GPU, naming STUDY_INSTEAD, the study's
+# CPU target; one with no experiment (a study without a GPU experiment) stops in one line, STUDY_NONE.
+$(STUDY_TARGETS):
+	@$(if $(STUDY_NONE),echo "error: $(STUDY_NONE)" >&2; exit 2,true)
+	@$(if $(filter $(GPU_STUDY_TARGETS),$@),$(PYTHON) -m campaign check-gpu $(firstword $(STUDY_EXPERIMENTS)) \
+	  --instead $(STUDY_INSTEAD),true)
+	@for target in $(STUDY_EXPERIMENTS); do \
 	  $(MAKE) --no-print-directory $$target CAMPAIGN="$(or $(CAMPAIGN),$@)" || exit $$?; done
 
-# ilkarman/DeepLearningFrameworks' three benchmarks in one campaign and one report: training (the CIFAR-10 CNN and
-# the IMDB GRU, epochs timed whole) and ResNet-50 feature extraction (forward passes), experiments of
-# campaign/studies/ilkarman.toml because they time different things, then its performance switches (the recurrent
-# kernel, the convolution layout, and on a GPU cuDNN autotuning: claim ilkarman-1).
-ILKARMAN_CPU := ilkarman-train-cpu ilkarman-features-cpu ilkarman-rnn-cpu ilkarman-layout-cpu
-ILKARMAN_GPU := ilkarman-train-gpu ilkarman-features-gpu ilkarman-rnn-gpu ilkarman-layout-gpu ilkarman-autotune-gpu
-ilkarman-cpu ilkarman-gpu:
-	@$(if $(filter ilkarman-gpu,$@),$(PYTHON) -m campaign check-gpu $(firstword $(ILKARMAN_GPU)) --instead ilkarman-cpu,true)
-	@for target in $(if $(filter ilkarman-gpu,$@),$(ILKARMAN_GPU),$(ILKARMAN_CPU)); do \
-	  $(MAKE) --no-print-directory $$target CAMPAIGN="$(or $(CAMPAIGN),$@)" || exit $$?; done
-
+# Every experiment (CAMPAIGN_TARGETS): data, runs, report. A target whose experiment runs on the GPU (GPU_TARGETS)
+# stops at once without one, naming the CPU target its study file gives it (`cpu = ...`; check-gpu needs only the
+# standard library, so it runs before the host environment is built). `campaign check` then validates every setting
+# (CAMPAIGN, the numbers, FRAMEWORKS, PROFILE, ERA, WORKLOADS, ...) before any data is downloaded or environment
+# built. WORKLOADS=... runs those instead of the target's (e.g. make cpu-cnn WORKLOADS=cnn-svhn).
 $(CAMPAIGN_TARGETS):
 	@$(if $(filter $(GPU_TARGETS),$@),$(PYTHON) -m campaign check-gpu $@,true)
 	@$(MAKE) --no-print-directory host

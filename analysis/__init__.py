@@ -6,17 +6,16 @@ In a notebook, ``analysis.load("results/demo")`` is the run table as a pandas Da
 
 Modules: runs (the run table as a DataFrame, read from the run folders), summary (per-cell summaries with
 pandas, and the tables written as CSV), stats (intervals and tests),
-reference (the published numbers), shi (Shi et al.'s Tables 7 and 8, their networks and tools
-mapped onto the kit's workloads and frameworks, the measured seconds per mini-batch),
+reference (the published numbers DLBench's comparison reads), sweeps (the series and groups of sweep runs),
 transfer (orders, ratios, speedups, accuracy tolerance), eras
 (paper-era vs current-era pairs, which Python paper-era runs ran on), departures (where the kit's
 paper-era setup departs from the paper, as data),
 significance (Wilcoxon, Pearson, bootstrap over a campaign), claims (the machinery that tests a
-claim: results table, verdicts, shared checks), studies (one module per study holding its claims;
-studies.CLAIMS is all of them in report order), figures (PNG plots), document (the report's blocks
+claim: results table, verdicts, shared checks), figures (PNG plots), document (the report's blocks
 and renderers), context (what a report is built from), sections (one module per report topic, each
-section a builder ctx -> blocks), report (SECTIONS, the sections in reading order; report.md and
-report.html).
+section a builder ctx -> blocks), report (sections(), the sections in reading order; report.md and
+report.html). Each study's own Python (its published tables, claims and report section) lives in its folder,
+studies/<study>/ (studies/__init__.py discovers them).
 """
 
 from __future__ import annotations

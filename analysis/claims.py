@@ -1,7 +1,7 @@
 """The machinery that tests the studies' claims on a campaign's results table.
 
-Each study's claims live in analysis.studies.<study> (one small check function per claim, listed in
-that module's CLAIMS with the claim's words); analysis.studies.CLAIMS is all of them in report order.
+Each study's claims live in its folder's claims.py, studies/<study>/claims.py (one small check function per claim,
+listed in that module's CLAIMS with the claim's words); studies.claims() is all of them in report order.
 This module holds what they share: the table a check reads, the verdicts, the helpers and the checks
 several studies use, and evaluate_claims. Each check reads only the run table (and the runs'
 per-epoch records) and returns a verdict — reproduced, not reproduced or insufficient data — with the
@@ -92,7 +92,7 @@ class Claim:
     # utilization (system-wide by DLBench's definition); the report names such verdicts when they rest
     # on a contended run (analysis.contention).
     load_sensitive: bool = False
-    # The make targets (experiments of campaign/studies/*.toml) whose campaigns, analysed together, hold the experiment
+    # The make targets (experiments of studies/*/study.toml) whose campaigns, analysed together, hold the experiment
     # that decides the claim; empty when the kit cannot run that experiment yet.
     decided_by: tuple[str, ...] = ()
 
@@ -257,7 +257,7 @@ def caveat_for(rows: Iterable[dict[str, Any]]) -> str:
 
 
 def evaluate_claims(table: ResultsTable, claims: Sequence[Claim]) -> list[ClaimOutcome]:
-    """Run every claim's check on the table (e.g. analysis.studies.CLAIMS); each outcome carries the caveat
+    """Run every claim's check on the table (e.g. studies.claims()); each outcome carries the caveat
     of the runs it used."""
     by_id = {r["run_id"]: r for r in table.rows}
     out = []

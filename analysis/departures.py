@@ -5,10 +5,10 @@ what the kit does instead, where each side is recorded (a file of this repositor
 check exists, or an outside address), and which runs it concerns. What the kit records elsewhere is
 read from there, never copied: the CUDA builds from images/lockfile.py (PAPER_SOURCES beside the
 paper's PAPER_SAYS), pinned versions from the paper-era locks, SVHN's split from the workload spec and
-the data manifest, the published Theano numbers from analysis/reference.
+the data manifest, the published Theano numbers from studies/dlbench/reference.
 
 Profile departures (profile_departures) are of another kind: a workload profile other than 'paper' that
-trains another model or optimizer than the paper's (campaign/workloads/<name>.toml, a profile with a
+trains another model or optimizer than the paper's (studies/<study>/workloads/<name>.toml, a profile with a
 `departure`), in every era; read from the workload specs, with the reason the profile states.
 """
 
@@ -175,7 +175,7 @@ def tensorflow_notebook_departure() -> Departure:
         "notebook shows warnings from tensorboard/compat/tensorflow_stub, which first shipped in tensorboard "
         "1.13: that run used TensorFlow >= 1.13, not 1.11.",
         f"The paper-era TensorFlow images pin {_pins_text(pins, 'tensorflow')}, as Table 2 states: their CPU "
-        "LSTM runs use an older TensorFlow than the authors' logged CPU LSTM numbers (analysis/reference/"
+        "LSTM runs use an older TensorFlow than the authors' logged CPU LSTM numbers (studies/dlbench/reference/"
         "from_original_repos.csv) came from.",
         (Source(AUTHORS_REPO, "CPU Experiment/Source Code/Tensorflow_IMDB_Manythings_PTB_LSTM.ipynb, the first "
                               "cell's saved output", outside=True),
@@ -194,12 +194,12 @@ def svhn_departure() -> Departure:
         "SVHN: training split",
         "The paper (Fig. 2) gives SVHN as 73,257 train / 26,032 test images, but the authors' loader returned "
         "the 531k-image 'extra' split as the training set (their GPU SVHN logs; a GPU SVHN row of "
-        "analysis/reference/from_original_repos.csv says 'extra split 531k train').",
+        "studies/dlbench/reference/from_original_repos.csv says 'extra split 531k train').",
         f"The kit trains on {split}. The data manifest lists {', '.join(f.name for f in svhn.files)} for "
         f"svhn ({svhn.description}).",
-        (Source("campaign/workloads/cnn-svhn.toml", "[choices] training_split"),
+        (Source("studies/dlbench/workloads/cnn-svhn.toml", "[choices] training_split"),
          Source("data/manifest.toml", "[datasets.svhn]"),
-         Source("analysis/reference/from_original_repos.csv", "the GPU SVHN rows"),
+         Source("studies/dlbench/reference/from_original_repos.csv", "the GPU SVHN rows"),
          Source(AUTHORS_REPO, "the SVHN loader of the CNN notebooks; GPU Experiment/GPU logs/SVHN", outside=True)),
         workloads=("cnn-svhn",))
 
@@ -215,10 +215,10 @@ def theano_nan_departure() -> Departure:
         "A NaN or infinite loss stops a run with failure cause 'nan' (bench/entrypoint.py): the report counts it as "
         "a failed run, never as an accuracy, and claim 7 ('What reproduced') counts NaN failures as the failure "
         "to learn the paper describes.",
-        (Source("analysis/reference/dlbench.csv", "cpu, lstm, imdb, theano, test_accuracy"),
-         Source("analysis/reference/from_original_repos.csv", "CPU IMDB LSTM Theano row: '49.981% (NaN loss)'"),
+        (Source("studies/dlbench/reference/dlbench.csv", "cpu, lstm, imdb, theano, test_accuracy"),
+         Source("studies/dlbench/reference/from_original_repos.csv", "CPU IMDB LSTM Theano row: '49.981% (NaN loss)'"),
          Source("bench/entrypoint.py", "classify_failure: NonFiniteLoss -> 'nan'"),
-         Source("analysis/studies/dlbench.py", "theano_imdb_failure_and_leak (claim 7)")),
+         Source("studies/dlbench/claims.py", "theano_imdb_failure_and_leak (claim 7)")),
         frameworks=("theano",), workloads=("lstm-imdb",))
 
 
@@ -250,8 +250,8 @@ def optimizer_text(optimizer: dict[str, Any]) -> str:
 
 def profile_departures() -> tuple[Departure, ...]:
     """One departure per workload profile that trains another model or optimizer than the paper profile
-    (campaign/workloads/<name>.toml [profiles.<profile>] with its `departure`), read from the specs."""
-    from campaign.specs import departing_profiles, known_workloads, load
+    (studies/<study>/workloads/<name>.toml [profiles.<profile>] with its `departure`), read from the specs."""
+    from campaign.specs import departing_profiles, known_workloads, load, where
 
     out = []
     for workload in known_workloads():
@@ -268,8 +268,7 @@ def profile_departures() -> tuple[Departure, ...]:
                 "The paper's setup (the paper profile): " + "; ".join(f"{w} {a}" for w, a, _ in what) + ".",
                 f"The {profile} profile trains " + "; ".join(f"{w} {b}" for w, _, b in what) + f" instead. {why}. "
                 "Its accuracies and times are not those of the paper's setup.",
-                (Source(f"campaign/workloads/{workload}.toml", f"[profiles.{profile}] departure, beside [model] and "
-                                                                "[training]"),
+                (Source(where(workload), f"[profiles.{profile}] departure, beside [model] and [training]"),
                  Source(PAPER, "Fig. 3", outside=True)),
                 workloads=(workload,), profiles=(profile,)))
     return tuple(out)

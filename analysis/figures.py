@@ -27,9 +27,8 @@ from analysis.runs import Campaign, training_window_samples  # noqa: E402
 from analysis.scoreboard import ACCURACY, TIME, ScoreRow, score_rows  # noqa: E402
 from analysis.stats import describe  # noqa: E402
 from analysis.summary import CELL_KEYS, CellSummary  # noqa: E402
-from analysis.sweeps import minibatch_seconds  # noqa: E402
+from analysis.sweeps import group_label, minibatch_seconds, sweep_groups  # noqa: E402
 from analysis.transfer import ACCURACY_TOLERANCE_PP  # noqa: E402
-from analysis.wu import group_label, sweep_groups  # noqa: E402
 from bench import atomic  # noqa: E402
 from bench.schema import SchemaError, read_metrics  # noqa: E402
 
@@ -374,7 +373,7 @@ def convergence_figure(campaign: Campaign, cells: Sequence[CellSummary], workloa
 
 
 def sweep_figure(rows: Sequence[dict[str, Any]], axis: str, path: Path) -> FigureFile | None:
-    """Training time and test accuracy against a one-axis sweep's values (analysis.wu.sweep_groups), one line per
+    """Training time and test accuracy against a one-axis sweep's values (analysis.sweeps.sweep_groups), one line per
     workload and framework, means over repeats; epoch-protocol runs only (iteration-protocol sweeps have no accuracy:
     the Shi section tabulates them). None without such a sweep."""
     groups = [(key, points) for key, points in sweep_groups(rows, axis)

@@ -1,8 +1,8 @@
 """Published numbers the report compares against, mapped onto a campaign's cells.
 
-Two sources for DLBench, kept apart because they disagree in places:
-- ``reference/dlbench.csv``: numbers the paper prints in its text (origin "paper").
-- ``reference/from_original_repos.csv``: final accuracy and wall time read off the authors' raw
+Two sources for DLBench (studies/dlbench/reference), kept apart because they disagree in places:
+- ``dlbench.csv``: numbers the paper prints in its text (origin "paper").
+- ``from_original_repos.csv``: final accuracy and wall time read off the authors' raw
   logs (origin "authors' logs"). Their wall time is measured around the epoch loop *including*
   the per-epoch test pass, which the qualifier says.
 """
@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-REFERENCE_DIR = Path(__file__).parent / "reference"
-SOURCES_MD = REFERENCE_DIR / "SOURCES.md"
-DLBENCH_CSV = REFERENCE_DIR / "dlbench.csv"
-ORIGINAL_REPOS_CSV = REFERENCE_DIR / "from_original_repos.csv"
+import studies
+
+DLBENCH_CSV = studies.reference_file("dlbench.csv")
+ORIGINAL_REPOS_CSV = studies.reference_file("from_original_repos.csv")
 
 ORIGIN_PAPER = "paper"
 ORIGIN_LOGS = "authors' logs"
@@ -80,7 +80,7 @@ class PublishedValue:
 
 
 def read_rows(path: Path) -> list[dict[str, str]]:
-    """The rows of one of analysis/reference's CSV files, every cell stripped (empty for a blank cell)."""
+    """The rows of one of a study's reference CSV files, every cell stripped (empty for a blank cell)."""
     with open(path, newline="", encoding="utf-8") as fh:
         return [{k: (v or "").strip() for k, v in r.items()} for r in csv.DictReader(fh)]
 
@@ -223,21 +223,7 @@ def published_for(device: str, workload: str, framework: str, metric: str | None
     ]
 
 
-@dataclass(frozen=True)
-class SourceHardware:
-    """One row of reference/SOURCES.md: a reference file, its source, and the hardware it was measured on."""
-
-    file: str
-    source: str
-    hardware: str
-
-
-def published_hardware(path: Path = SOURCES_MD) -> list[SourceHardware]:
-    """The rows of SOURCES.md's table (file | source | hardware), so the report states them verbatim."""
-    out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        # Data rows name a file in backticks; the header and the |---| rule do not.
-        if line.startswith("|") and len(cells) == 3 and cells[0].startswith("`"):
-            out.append(SourceHardware(cells[0].strip("`"), cells[1], cells[2]))
-    return out
+def published_hardware() -> list[studies.Source]:
+    """The rows of every study's reference/SOURCES.md table (file | source | hardware), in study order, so the
+    report states them verbatim."""
+    return studies.sources()

@@ -1,7 +1,7 @@
 """Sweep series: the runs of one workload and framework on one device that differ only in the swept axis (the
 thread count), grouped by point, with each point's time. The one grouping of runs into series behind Shi et
-al.'s claims (analysis/studies/shi.py) and the report's Shi section (analysis/sections/shi.py, through
-analysis.shi.measured_series).
+al.'s claims (studies/shi/claims.py) and the report's Shi section (studies/shi/section.py, through
+studies.shi.tables.measured_series); and the groups of a one-axis sweep of any axis (sweep_groups).
 
 A series holds one kind of time: seconds per measured mini-batch (iteration_time_mean_s, the iterations
 protocol: bench/iterations.py) or, where asked for, the training time of epoch-protocol runs; never both.
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -102,3 +102,40 @@ def series(rows: Iterable[dict[str, Any]], training_time: bool = False) -> list[
         threads = finite(row.get(AXIS))
         s.runs.setdefault(None if threads is None else int(threads), []).append(row)
     return [found[k] for k in sorted(found)]
+
+
+# --- One-axis sweeps of any axis (a study's sweep experiments: Wu et al.'s, ilkarman's switches) ---------------
+
+# What else separates two groups of one one-axis sweep: their runs are never averaged together.
+SWEEP_FIXED = ("era", "workload", "framework", "device", "runner", "profile", "data_source", "epochs_planned")
+
+
+def sweep_axes(row: dict[str, Any]) -> set[str]:
+    """The axes a run's sweep point names ('batch_size=50, threads=2' -> {'batch_size', 'threads'})."""
+    return {part.split("=", 1)[0] for part in str(row.get("sweep") or "").split(", ") if "=" in part}
+
+
+Group = tuple[dict[str, Any], dict[Any, list[dict[str, Any]]]]
+
+
+def sweep_groups(rows: Iterable[dict[str, Any]], axis: str, min_points: int = 2,
+                 value: Callable[[dict[str, Any]], Any] | None = None) -> list[Group]:
+    """The successful runs of a one-axis sweep (their sweep point names the axis and no other), grouped by
+    SWEEP_FIXED, then by the axis's value (the run-table column of that name, or `value(row)`); only groups
+    with >= min_points values; groups in key order, values ascending."""
+    read = value or (lambda r: r.get(axis))
+    found: dict[tuple, tuple[dict[str, Any], dict[Any, list[dict[str, Any]]]]] = {}
+    for row in rows:
+        point = read(row)
+        if row["status"] != "ok" or sweep_axes(row) != {axis} or point is None:
+            continue
+        key = {k: row.get(k) for k in SWEEP_FIXED}
+        found.setdefault(tuple(str(v) for v in key.values()), (key, {}))[1].setdefault(point, []).append(row)
+    return [(key, dict(sorted(points.items()))) for _, (key, points) in sorted(found.items())
+            if len(points) >= min_points]
+
+
+def group_label(key: dict[str, Any]) -> str:
+    """'tensorflow wu-tf-mnist/cpu' (and the era where it is not the current one)."""
+    era = "" if key.get("era") in (None, "current") else f"/{key['era']}"
+    return f"{key['framework']} {key['workload']}/{key['device']}{era}"

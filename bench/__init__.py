@@ -2,7 +2,7 @@
 
 The entrypoint (`python -m bench run`) reads one run request and writes one run folder; beside it
 the monitor, the artifact schema, the prepared-data reader, thread pinning, the GPU probe, the
-model plan and the framework modules (bench/frameworks/<era>/). Everything here except the
+model plan and the framework modules (bench/frameworks/<framework>/<era>.py). Everything here except the
 current-era framework modules is CPython 3.6 code using only the standard library, NumPy >= 1.14,
 psutil and nvidia-ml-py (images/compat.py checks it), so paper-era images run it too.
 """

@@ -1,10 +1,10 @@
 """The sweep axis `blas`: which BLAS backend a run asks its framework to compute with (Wu et al.'s Eigen vs MKL
-and OpenBLAS vs MKL), declared once as data (BACKENDS) and applied in the run's process before the framework
-loads (apply()).
+and OpenBLAS vs MKL), declared once as data in each framework's declaration (Era.blas, read by backends():
+bench/frameworks/<framework>/__init__.py) and applied in the run's process before the framework loads (apply()).
 
 A value is what the run asked for; what the process really loaded is recorded apart, read from the process
 (bench/blas.py: run.json environment.libraries and environment.library_settings), and the report reads that.
-- TensorFlow, and Keras (which runs on TensorFlow in the current era: bench/frameworks/current/keras.py sets
+- TensorFlow, and Keras (which runs on TensorFlow in the current era: bench/frameworks/keras/current.py sets
   KERAS_BACKEND=tensorflow): "onednn" (TF_ENABLE_ONEDNN_OPTS=1, TensorFlow's default on x86) and "eigen"
   (TF_ENABLE_ONEDNN_OPTS=0: Eigen's contraction kernels, today's form of the study's Eigen build). TensorFlow
   reads the variable once, when it is imported.
@@ -33,9 +33,9 @@ import sys
 from typing import Dict, List, NamedTuple, Optional
 
 from bench.errors import UsageError
+from bench.frameworks import capabilities
 
 AXIS = "blas"
-ERAS = ("current",)
 ONEDNN_VAR = "TF_ENABLE_ONEDNN_OPTS"
 # Debian's reference BLAS (libblas3 + libblas-dev) in its own folder, beside the alternatives' libblas.so.
 REFERENCE_BLAS_DIR = "/usr/lib/x86_64-linux-gnu/blas"
@@ -51,44 +51,36 @@ class Backend(NamedTuple):
     ldflags: Optional[str]
     needs: Optional[str]  # where it is not bundled: the library file (or 'openblas' for the linker's search)
     fix: str  # how to get that library when it is missing
+    imported: str  # the module that reads the setting when it is imported: the switch must come before it
 
 
-_TENSORFLOW = {
-    "onednn": Backend({ONEDNN_VAR: "1"}, None, None, ""),
-    "eigen": Backend({ONEDNN_VAR: "0"}, None, None, ""),
-}
-# framework -> {value: backend}; the first value is the framework's default.
-BACKENDS = {
-    "tensorflow": _TENSORFLOW,
-    "keras": _TENSORFLOW,
-    "theano": {
-        "openblas": Backend({}, "-lopenblas", "openblas", "install Debian's libopenblas-dev"),
-        "reference": Backend({}, f"-L{REFERENCE_BLAS_DIR} -lblas", REFERENCE_BLAS_DIR + "/libblas.so",
-                             "install Debian's libblas-dev"),
-        "mkl": Backend({"MKL_THREADING_LAYER": "GNU"}, MKL_MARK, MKL_RT_GLOB,
-                       "add mkl to images/theano/current/requirements.in, run make lock and rebuild the theano "
-                       "environment (or sweep blas over openblas and reference)"),
-    },
-}
-# The module each framework's switch must reach before it is imported.
-IMPORTED = {"tensorflow": "tensorflow", "keras": "tensorflow", "theano": "theano"}
+def backends(framework: str, era: str = "current") -> Dict[str, Backend]:
+    """value -> Backend of the BLAS backends `framework`'s module of `era` can switch to (its declaration's
+    Era.blas: bench/frameworks/<framework>/__init__.py), the first its default; {} when it cannot switch."""
+    can = capabilities.era_of(framework, era)
+    return can.blas if can is not None else {}
+
+
+FEATURE = capabilities.Feature(lambda framework, can: bool(can.blas), "cannot choose its BLAS",
+                               "the BLAS switch is written", "blas sweeps")
 
 
 def values() -> List[str]:
     """Every value some framework can switch to, in declaration order."""
-    return list(dict.fromkeys(v for table in BACKENDS.values() for v in table))
+    return list(dict.fromkeys(v for fw in capabilities.every() for era in capabilities.eras()
+                              for v in backends(fw, era)))
 
 
 def refusal(framework: str, era: str, value: str) -> Optional[str]:
     """Why `framework` of `era` cannot compute with BLAS backend `value` (one line), or None when it can."""
-    if framework not in BACKENDS:
-        able = " ".join(sorted(BACKENDS))
+    eras = FEATURE.eras(framework)
+    if not eras:
         return (f"{framework} cannot choose its BLAS (it computes with the one its packages bundle); blas sweeps "
-                f"run with FRAMEWORKS={able}")
-    if era not in ERAS:
-        return f"the BLAS switch is written for the {' and '.join(ERAS)} era, not {era} (ERA={ERAS[0]})"
-    if value not in BACKENDS[framework]:
-        return f"{framework} has no BLAS backend '{value}' (it has {', '.join(BACKENDS[framework])})"
+                f"run with FRAMEWORKS={' '.join(FEATURE.frameworks())}")
+    if era not in eras:
+        return f"the BLAS switch is written for the {' and '.join(eras)} era, not {era} (ERA={eras[0]})"
+    if value not in backends(framework, era):
+        return f"{framework} has no BLAS backend '{value}' (it has {', '.join(backends(framework, era))})"
     return None
 
 
@@ -109,9 +101,9 @@ def apply(req: dict) -> Optional[Backend]:
     if why:
         raise UsageError(f"the request asks for BLAS backend '{value}' but {why}",
                          "plan the run again (python -m campaign skips it)")
-    if IMPORTED[framework] in sys.modules:
-        raise RuntimeError(f"{IMPORTED[framework]} was imported before the BLAS backend '{value}' was applied")
-    backend = BACKENDS[framework][value]
+    backend = backends(framework, era)[value]
+    if backend.imported in sys.modules:
+        raise RuntimeError(f"{backend.imported} was imported before the BLAS backend '{value}' was applied")
     ldflags = theano_ldflags(value) if backend.ldflags is not None else None  # its library checked first
     os.environ.update(backend.env)
     if ldflags is not None:
@@ -122,8 +114,8 @@ def apply(req: dict) -> Optional[Backend]:
 def require_library(framework: str, value: str) -> None:
     """Raise a UsageError naming the fix unless this environment has the library that `framework`'s BLAS backend
     `value` needs (nothing for one bundled with the framework). Theano checks its OpenBLAS here too when no
-    backend was asked for (bench/frameworks/current/theano.py)."""
-    backend = BACKENDS[framework][value]
+    backend was asked for (bench/frameworks/theano/current.py)."""
+    backend = backends(framework)[value]
     if backend.ldflags == MKL_MARK:
         if mkl_runtime() is None:
             raise UsageError(f"BLAS backend '{value}' needs the mkl wheel's {MKL_RT_GLOB} in "
@@ -165,7 +157,7 @@ def theano_ldflags(value: str) -> str:
     """The blas.ldflags of Theano's BLAS backend `value`, its library checked present first (require_library: a
     UsageError naming the fix); MKL's names the runtime found in this environment."""
     require_library("theano", value)
-    backend = BACKENDS["theano"][value]
+    backend = backends("theano")[value]
     if backend.ldflags == MKL_MARK:
         found = mkl_runtime() or ""
         return f"-L{os.path.dirname(found)} -l:{os.path.basename(found)}"

@@ -15,8 +15,8 @@ and the mean of the ranks' losses (the loss of the whole ranks x batch rows); ru
 those rows, its results carry ``ranks`` and ``images_per_ms`` (record_throughput), and rank 0 alone
 evaluates the test set. Only the iteration protocol runs data-parallel.
 
-Frameworks with the hook: FRAMEWORKS (today's PyTorch); the others refuse ranks > 1 at plan time in one
-line (refusal). Framework-free, standard library only, CPython 3.6-clean.
+Frameworks with the hook: those whose declaration says data_parallel (today's PyTorch); the others refuse
+ranks > 1 at plan time in one line (refusal). Framework-free, standard library only, CPython 3.6-clean.
 """
 
 import os
@@ -26,15 +26,14 @@ from typing import Dict, Optional, Sequence
 
 from bench import frameworks, iterations, loopback, measurement, schema, threads
 from bench.errors import UsageError
-from bench.frameworks import NonFiniteLoss
+from bench.frameworks import NonFiniteLoss, capabilities
 from bench.prepared import PreparedData
 
 AXIS = "ranks"
-# Frameworks whose module has the data-parallel hook (make_trainer's `parallel`, check_parallel), and the eras.
-FRAMEWORKS = ("pytorch",)
-ERAS = ("current",)
-SUPPORT = loopback.Support(FRAMEWORKS, ERAS, "has no data-parallel hook (bench/dataparallel.py)",
-                           "data-parallel training is written", "data-parallel runs")
+# Frameworks whose module has the data-parallel hook (make_trainer's `parallel`, check_parallel), per era.
+SUPPORT = capabilities.Feature(lambda framework, can: can.data_parallel,
+                               "has no data-parallel hook (bench/dataparallel.py)", "data-parallel training is written",
+                               "data-parallel runs")
 # The ranks' own files, kept in the run folder: ranks/rank<r>/iterations.csv and ranks/rank<r>.json.
 RANKS_DIR = "ranks"
 DEFINITION = (

@@ -18,8 +18,9 @@ from typing import Optional
 import numpy as np
 
 from bench import iterations as iterations_
-from bench import loopback, measurement, schema
+from bench import measurement, schema
 from bench.errors import UsageError
+from bench.frameworks import capabilities
 
 # How the timed loop (bench/iterations.py) names a forward pass: a forward pass has no loss, so the loss column
 # holds the mean of the batch's outputs.
@@ -29,11 +30,11 @@ BATCHES = iterations_.Unit("batch", "batch", "the outputs' mean")
 WEIGHTS = "seeded random"
 
 
-# The framework modules whose trainers have infer(), and their eras: the planner refuses the others in one line.
-FRAMEWORKS = ("pytorch", "tensorflow", "keras", "mxnet", "chainer", "theano")
-ERAS = ("current",)
-SUPPORT = loopback.Support(FRAMEWORKS, ERAS, "has no forward-pass hook (Trainer.infer: bench/inference.py)",
-                           "the inference protocol's forward-pass hook is written", "inference runs")
+# The framework modules whose trainers have infer() (their declarations' protocols): the planner refuses the others
+# in one line.
+SUPPORT = capabilities.Feature(lambda framework, can: measurement.INFERENCE in can.protocols,
+                               "has no forward-pass hook (Trainer.infer: bench/inference.py)",
+                               "the inference protocol's forward-pass hook is written", "inference runs")
 
 
 def _mean(outputs) -> float:

@@ -16,12 +16,22 @@ import time
 from pathlib import Path
 from typing import Any, Callable, List, Optional
 
-from bench import schema
+from bench import measurement, schema
 from bench.errors import UsageError
-from bench.frameworks import NonFiniteLoss
+from bench.frameworks import NonFiniteLoss, capabilities
 
 # A progress line every this many timed calls (and at the end of the warm-up and of the run).
 PRINT_EVERY = 100
+# The framework modules whose trainers have step() (their declarations' protocols): the planner refuses the others
+# in one line.
+SUPPORT = capabilities.Feature(lambda framework, can: measurement.ITERATIONS in can.protocols,
+                               "has no step() (Trainer.step: bench/iterations.py)",
+                               "the iterations protocol's step() is written", "iterations runs")
+
+
+def refusal(framework: str, era: str) -> Optional[str]:
+    """Why `framework` of `era` cannot run the iterations protocol (None when it can)."""
+    return SUPPORT.refusal(framework, era)
 
 
 def require_step(trainer, framework: str, era: str) -> None:

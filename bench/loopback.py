@@ -1,6 +1,6 @@
 """Where a run's ranks meet and how it runs them (bench/collectives, bench/dataparallel): the loopback
 address, a free port on it, the socket settings that keep Gloo and NCCL on it, the rank processes
-(run_ranks) and which frameworks and eras a multi-rank feature has (Support).
+(run_ranks).
 
 A run starts its ranks itself, on this machine, as spawned processes; they meet over TCP on 127.0.0.1
 (containers run without a network but with loopback). Each rank returns a JSON-able dict that lands in
@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
 
 from bench import atomic
-from bench.errors import UsageError
 
 HOST = "127.0.0.1"
 # Gloo and NCCL open their own sockets after the rendezvous: on the loopback interface, so a run
@@ -174,38 +173,3 @@ def _rank_main(target: Callable[..., dict], rank: int, args: tuple, results: str
         raise SystemExit(1) from None
     atomic.write_text(path, json.dumps(result))
 
-
-class Support:
-    """Which frameworks and eras have a multi-rank feature, and the one-line refusal for the others:
-    `lacks` completes "<framework> ...", `written` opens "... for the <eras> era, not <era>", and `runs` names
-    the feature's runs in the planner's line ("data-parallel runs": "...; <runs> go with FRAMEWORKS=...")."""
-
-    def __init__(self, frameworks: Sequence[str], eras: Sequence[str], lacks: str, written: str,
-                 runs: str) -> None:
-        self.frameworks, self.eras = tuple(frameworks), tuple(eras)
-        self.lacks, self.written, self.runs = lacks, written, runs
-
-    def refusal(self, framework: str, era: str) -> Optional[str]:
-        """Why `framework` of `era` lacks the feature (None when it has it)."""
-        if framework not in self.frameworks:
-            return f"{framework} {self.lacks}"
-        if era not in self.eras:
-            return f"{self.written} for the {' and '.join(self.eras)} era, not {era}"
-        return None
-
-    def plan_refusal(self, framework: str, era: str) -> Optional[str]:
-        """The planner's line for a run it leaves out: "<refusal>; <runs> go with FRAMEWORKS=... and ERA=..."
-        (None when `framework` of `era` has the feature)."""
-        why = self.refusal(framework, era)
-        return why and f"{why}; {self.runs} go with {self._where()}"
-
-    def require(self, framework: str, era: str, cannot: str, fix: str) -> None:
-        """Raise a UsageError unless `framework` of `era` has the feature: "<refusal>: <cannot>", and the fix
-        "<fix> with FRAMEWORKS=... and ERA=..."."""
-        why = self.refusal(framework, era)
-        if why:
-            raise UsageError(f"{why}: {cannot}", f"{fix} with {self._where()}")
-
-    def _where(self) -> str:
-        """The settings that have the feature: "FRAMEWORKS=<frameworks> and ERA=<first era>"."""
-        return f"FRAMEWORKS={' '.join(self.frameworks)} and ERA={self.eras[0]}"

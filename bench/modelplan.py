@@ -81,10 +81,6 @@ LAYER_KEYS = {
 }
 HIDDEN_ACTIVATIONS = (None, "linear", "relu", "tanh", "sigmoid")
 SHORTCUTS = ("identity", "projection")
-# What the paper-era framework modules translate (bench/frameworks/paper/): no residual vocabulary
-# (batchnorm, activation, avgpool2d, global_avgpool, residual), no concat, no lrn and no conv2d without bias. Each calls
-# require() so such a spec stops at once; the campaign skips those runs before they start.
-ERA_LAYER_TYPES = {"paper": ("conv2d", "maxpool2d", "dropout", "flatten", "dense", "embedding", "lstm")}
 # The loss a spec names -> (label kind, the output activation the loss absorbs).
 # "sequence": integer labels at every time step (N, T), logits (N, T, classes); the loss and the
 # accuracy count only each row's first y_len steps (all steps when the data has no y_len), and

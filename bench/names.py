@@ -1,7 +1,7 @@
 """Plain names: what a user-given name must be before the kit makes a path of it.
 
 A campaign, dataset, workload, framework, era or target name becomes one folder or file name
-(results/<campaign>, data/prepared/<dataset>, campaign/workloads/<workload>.toml, ...). A plain name
+(results/<campaign>, data/prepared/<dataset>, studies/<study>/workloads/<workload>.toml, ...). A plain name
 cannot climb out of its folder ('..', '/'), be absolute, hide itself (a leading '.') or carry a
 character a shell or a file system treats specially. Standard library only, CPython 3.6-clean.
 """

@@ -13,8 +13,10 @@ before the framework loads (apply()); the framework modules read the run's value
   tensors, or torch.channels_last: NHWC strides over the same shapes and parameters).
 
 Every axis's first value is what a run without the axis does. Every value enters the kit's own variable (flag());
-where a library reads a variable of its own, that is set too. What a run really used is recorded by its module
-(run.json device_used.kernels) and, for the libraries' variables, environment.library_settings (bench/blas.py).
+where a library reads a variable of its own, that is set too. Which frameworks and eras have a switch, and the
+library variables each value sets for them, are their declarations' (bench/frameworks/<framework>/__init__.py:
+Era.switches). What a run really used is recorded by its module (run.json device_used.kernels) and, for the
+libraries' variables, environment.library_settings (bench/blas.py).
 A framework without a switch is refused at plan time in one line (refusal()), as GPU-only axes are on CPU
 experiments (campaign/study.py).
 
@@ -25,39 +27,36 @@ import os
 from typing import Dict, Iterable, NamedTuple, Optional, Tuple, Union
 
 from bench.errors import UsageError
+from bench.frameworks import capabilities
 
 AUTOTUNE, RNN_KERNEL, LAYOUT = "cudnn_autotune", "rnn_kernel", "layout"
-ERAS = ("current",)
 
 
 class Switch(NamedTuple):
-    """One axis: its values (the first: what a run without it does), whether it means anything on a CPU, and per
-    framework that has it, the library variables each value sets (empty: the kit's module reads flag())."""
+    """One axis: its values (the first: what a run without it does) and whether it means anything on a CPU."""
 
     values: Tuple[str, ...]
     gpu_only: bool
-    frameworks: Dict[str, Dict[str, Dict[str, str]]]
     what: str  # the switch in a refusal: "<framework>'s module has no <what>"
     acts_on: Optional[str]  # the layer type it changes (a workload without one is refused); None: any workload
 
 
-def _variable(name: str, first: str, second: str) -> Dict[str, Dict[str, str]]:
-    """A library variable set to 1 for the axis's first value, 0 for its second."""
+def library_variable(name: str, first: str, second: str) -> Dict[str, Dict[str, str]]:
+    """A library variable set to 1 for the axis's first value, 0 for its second (a declaration's Era.switches)."""
     return {first: {name: "1"}, second: {name: "0"}}
 
 
-_ON_OFF = ("on", "off")
-_TF_AUTOTUNE = _variable("TF_CUDNN_USE_AUTOTUNE", *_ON_OFF)
 SWITCHES = {
-    AUTOTUNE: Switch(_ON_OFF, True, {
-        "tensorflow": _TF_AUTOTUNE, "keras": _TF_AUTOTUNE,
-        "mxnet": _variable("MXNET_CUDNN_AUTOTUNE_DEFAULT", *_ON_OFF), "pytorch": {}, "chainer": {},
-    }, "cuDNN autotuning switch", None),
-    RNN_KERNEL: Switch(("fused", "plain"), False, {"pytorch": {}, "mxnet": {}, "tensorflow": {}, "keras": {}},
-                       "choice of recurrent kernel", "gru"),
-    LAYOUT: Switch(("channels_first", "channels_last"), False, {"pytorch": {}}, "choice of convolution layout",
-                   "conv2d"),
+    AUTOTUNE: Switch(("on", "off"), True, "cuDNN autotuning switch", None),
+    RNN_KERNEL: Switch(("fused", "plain"), False, "choice of recurrent kernel", "gru"),
+    LAYOUT: Switch(("channels_first", "channels_last"), False, "choice of convolution layout", "conv2d"),
 }
+
+
+def feature(axis: str) -> capabilities.Feature:
+    """The frameworks and eras whose modules have `axis`, from their declarations."""
+    return capabilities.Feature(lambda framework, can: axis in can.switches, f"has no {SWITCHES[axis].what}",
+                                f"the {axis} switch is written", f"{axis} sweeps")
 
 
 def flag(axis: str) -> str:
@@ -67,12 +66,13 @@ def flag(axis: str) -> str:
 
 def refusal(axis: str, framework: str, era: str, value: str) -> Optional[str]:
     """Why `framework` of `era` cannot run at `value` of `axis` (one line), or None when it can."""
-    switch = SWITCHES[axis]
-    if framework not in switch.frameworks:
+    switch, have = SWITCHES[axis], feature(axis)
+    eras = have.eras(framework)
+    if not eras:
         return (f"{framework}'s module has no {switch.what}; {axis} sweeps run with "
-                f"FRAMEWORKS={' '.join(sorted(switch.frameworks))}")
-    if era not in ERAS:
-        return f"the {axis} switch is written for the {' and '.join(ERAS)} era, not {era} (ERA={ERAS[0]})"
+                f"FRAMEWORKS={' '.join(have.frameworks())}")
+    if era not in eras:
+        return f"the {axis} switch is written for the {' and '.join(eras)} era, not {era} (ERA={eras[0]})"
     if value not in switch.values:
         return f"{axis} is {' or '.join(switch.values)}, not '{value}'"
     return None
@@ -86,9 +86,9 @@ def inapplicable(axis: str, layer_types: Iterable[str]) -> Optional[str]:
     return f"{axis} changes {acts_on} layers, which this model has none of"
 
 
-def environment(axis: str, framework: str, value: str) -> Dict[str, str]:
-    """The variables that put `value` of `axis` in place for `framework`."""
-    return {flag(axis): value, **SWITCHES[axis].frameworks[framework].get(value, {})}
+def environment(axis: str, framework: str, value: str, era: str = "current") -> Dict[str, str]:
+    """The variables that put `value` of `axis` in place for `framework` of `era` (its declaration's)."""
+    return {flag(axis): value, **capabilities.era_of(framework, era).switches[axis].get(value, {})}
 
 
 def apply(req: dict) -> Dict[str, str]:
@@ -105,7 +105,7 @@ def apply(req: dict) -> Dict[str, str]:
             raise UsageError(f"the request asks for {axis} '{value}' on {req['device']}, where it means nothing",
                              f"sweep {axis} in GPU experiments only")
     for axis, value in chosen.items():
-        os.environ.update(environment(axis, req["framework"], value))
+        os.environ.update(environment(axis, req["framework"], value, req["era"]))
     return chosen
 
 

@@ -1,6 +1,6 @@
 """Host tooling that decides what runs and where: nothing here enters an image.
 
-specs (workload specs, campaign/workloads/*.toml), study (studies as data, campaign/studies/*.toml: each
+specs (workload specs, studies/*/workloads/*.toml), study (studies as data, studies/*/study.toml: each
 experiment a make target, with its device, workloads, measurement protocol and sweep),
 requests (one run resolved into its run request), plan (the matrix, the planned runs, the campaign
 folder's settings), execute (run what is missing, publish each run folder atomically), runners

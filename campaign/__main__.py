@@ -1,12 +1,13 @@
-"""Host command line: `python -m campaign run|check|datasets|check-gpu ...`.
+"""Host command line: `python -m campaign run|check|datasets|check-gpu|targets ...`.
 
 `run` plans a campaign (frameworks x workloads x repeats), prepares each framework's environment
 with the chosen runner and runs what is missing; `check` takes run's arguments and validates them
 all (names, numbers, frameworks, profile, era, workloads) without doing anything, so a make target
 stops on a bad setting before it downloads data or builds an environment; `datasets` prints what a
 target's workloads read; `check-gpu` stops a GPU target at once on a machine without one (and passes
-a CPU target). Bad input ends with one line `error: <problem>; <fix>` and exit code 2. SIGTERM
-stops a command the way Ctrl-C does (a campaign's runs in flight killed, containers included).
+a CPU target); `targets` writes the make include of the study files' targets (campaign/targets.py). Bad
+input ends with one line `error: <problem>; <fix>` and exit code 2. SIGTERM stops a command the way
+Ctrl-C does (a campaign's runs in flight killed, containers included).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ def _names(text: str) -> list[str]:
 
 def _run_args(argv: list[str]) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m campaign run")
-    ap.add_argument("--target", help="a campaign target: an experiment of campaign/studies/*.toml (cpu-cnn, demo, ...)")
+    ap.add_argument("--target", help="a campaign target: an experiment of studies/*/study.toml (cpu-cnn, demo, ...)")
     ap.add_argument("--workloads", default="", help="instead of --target: workload names")
     ap.add_argument("--device", default=None)
     ap.add_argument("--frameworks", default="pytorch keras")
@@ -79,7 +80,7 @@ def _yes(text: str, var: str) -> bool:
 
 
 def _target(name: str | None) -> Experiment | None:
-    """The experiment a campaign target runs (campaign/studies/*.toml); None without a target."""
+    """The experiment a campaign target runs (studies/*/study.toml); None without a target."""
     from campaign.study import experiment
 
     return None if name is None else experiment(name)
@@ -374,8 +375,15 @@ def cmd_task(argv: list[str]) -> int:
     return task.main(argv)
 
 
+def cmd_targets(argv: list[str]) -> int:
+    """`targets [--path] [--out FILE]`: the make targets of the study files (campaign/targets.py)."""
+    from campaign import targets
+
+    return targets.main(argv)
+
+
 COMMANDS = {"run": cmd_run, "check": cmd_check, "check-gpu": cmd_check_gpu, "datasets": cmd_datasets,
-            "task": cmd_task}
+            "task": cmd_task, "targets": cmd_targets}
 
 
 def dispatch(argv: list[str]) -> int:

@@ -9,9 +9,9 @@ written, so an interrupted campaign leaves nothing that looks complete and resum
 stopped. A run whose process died without a run.json gets one from the host, made by the same
 constructor the entrypoint uses (bench.schema.run_record), with the cause the host observed.
 
-Each run is claimed before it starts (campaign/claims.py: a claim file per run id, which holds on
+Each run's lease is taken before it starts (campaign/leases.py: a lease file per run id, which holds on
 NFS and Lustre too), so two campaign processes or executors on one folder, on one host or several,
-never run the same run id at once: a run claimed by a live holder elsewhere is left to it.
+never run the same run id at once: a run whose lease a live holder elsewhere has is left to it.
 
 Runs go one at a time by default (the studies' protocol on CPU). Given several slots (a GPU
 campaign: one GpuSlot per GPU; a CPU campaign asked for --parallel N: N empty slots), up to one run
@@ -36,7 +36,7 @@ from pathlib import Path
 
 from bench import atomic, failures, request, schema
 from bench.errors import UsageError
-from campaign import claims
+from campaign import leases
 from campaign.plan import PlannedRun
 from campaign.runners import GpuSlot, Outcome, Runner, gpus_label
 
@@ -72,7 +72,7 @@ def execute_one(run: PlannedRun, runner: Runner, campaign_dir: Path, timeout_s: 
     stopped and the run killed: not a result). A run `cancelled` meanwhile is published as failed
     with the cancellation's cause. `sidecar` ({file name: JSON object}) is written into the run
     folder before it is published (an executor's record of where it ran). The caller holds the
-    run's claim."""
+    run's lease."""
     if stopped is not None and stopped.is_set():
         return None  # stopped before this thread got to launch it
     partial = (campaign_dir / f"{run.run_id}.partial").resolve()  # runners mount or chdir: absolute
@@ -199,16 +199,16 @@ class _Campaign:
         self.stopped = threading.Event()
         self._counts_lock = threading.Lock()
 
-    def run(self, head: str, run: PlannedRun, gpus: tuple[GpuSlot, ...], claim: claims.Claim) -> None:
-        """Run one (its claim held) on `gpus` (none: a CPU run), saying where it runs and how it ended;
-        release the claim."""
+    def run(self, head: str, run: PlannedRun, gpus: tuple[GpuSlot, ...], lease: leases.Lease) -> None:
+        """Run one (its lease held) on `gpus` (none: a CPU run), saying where it runs and how it ended;
+        release the lease."""
         where = f" on {gpus_label(gpus)}" if gpus else ""
         say(f"{head}: running{where}")
         t0 = time.monotonic()
         try:
             record = execute_one(run, self.runner, self.campaign_dir, self.timeout_s, gpus, self.stopped)
         finally:
-            claim.release()
+            lease.release()
         if record is None:
             say(f"{head}: stopped{where}; it runs again when the campaign resumes")
             return
@@ -216,14 +216,14 @@ class _Campaign:
             tally(self.counts, record)
         say(f"{head}: {describe(record)} [{time.monotonic() - t0:.0f} s]{where}")
 
-    def start(self, head: str, run: PlannedRun, claim: claims.Claim, need: int = 1) -> bool:
-        """Start the run (its claim held) on a thread once `need` slots are free (blocks until they
-        are); False, the claim released and nothing started, once a run in flight has raised."""
+    def start(self, head: str, run: PlannedRun, lease: leases.Lease, need: int = 1) -> bool:
+        """Start the run (its lease held) on a thread once `need` slots are free (blocks until they
+        are); False, the lease released and nothing started, once a run in flight has raised."""
         taken = [self.free.get() for _ in range(need)]  # this thread alone takes: no two runs hold halves
         if self.errors:
             for slot in taken:
                 self.free.put(slot)
-            claim.release()
+            lease.release()
             return False
         gpus = tuple(slot for slot in taken if slot is not None)
 
@@ -233,7 +233,7 @@ class _Campaign:
             with self._counts_lock:
                 self.threads.append(threading.current_thread())
             try:
-                self.run(head, run, gpus, claim)
+                self.run(head, run, gpus, lease)
             except BaseException as exc:  # re-raised in the campaign's thread by wait()
                 self.errors.append(exc)
             finally:
@@ -264,55 +264,55 @@ class _Campaign:
             thread.join(timeout=max(0.0, deadline - time.monotonic()))
 
 
-def _claim_or_skip(run: PlannedRun, campaign_dir: Path, retry_failed: bool, head: str,
-                   holder: tuple[str, str] | None) -> claims.Claim | str:
+def _lease_or_skip(run: PlannedRun, campaign_dir: Path, retry_failed: bool, head: str,
+                   holder: tuple[str, str] | None) -> leases.Lease | str:
     """Whether the run is to be run now: 'done' (done earlier: skipped) or 'elsewhere' (a live holder
-    claims it: said so), else its claim taken for `holder` (executor, executor id), or 'missing' when
-    no holder is given (the caller only looks: a scheduler's task takes the claim when it runs)."""
+    has its lease: said so), else its lease taken for `holder` (executor, executor id), or 'missing' when
+    no holder is given (the caller only looks: a scheduler's task takes the lease when it runs)."""
     if is_done(run, campaign_dir, retry_failed, head):
         return "done"
     if holder is None:
-        claim, info = None, claims.read(campaign_dir, run.run_id)
-        live = info is not None and not claims.is_stale(info)
+        lease, info = None, leases.read(campaign_dir, run.run_id)
+        live = info is not None and not leases.is_stale(info)
     else:
-        claim = claims.take(campaign_dir, run.run_id, *holder)
-        info = claims.read(campaign_dir, run.run_id) if claim is None else None
-        live = claim is None  # take() refused: a live holder has it
+        lease = leases.take(campaign_dir, run.run_id, *holder)
+        info = leases.read(campaign_dir, run.run_id) if lease is None else None
+        live = lease is None  # take() refused: a live holder has it
     if live:
-        say(f"{head}: running elsewhere ({claims.describe(info or {})}), left to it")
+        say(f"{head}: running elsewhere ({leases.describe(info or {})}), left to it")
         return "elsewhere"
-    # Published by its last holder between the check above and the claim: done, not to be redone.
-    if claim is not None and (campaign_dir / run.run_id / schema.RUN_FILE).exists() \
+    # Published by its last holder between the check above and the lease: done, not to be redone.
+    if lease is not None and (campaign_dir / run.run_id / schema.RUN_FILE).exists() \
             and is_done(run, campaign_dir, retry_failed, head):
-        claim.release()
+        lease.release()
         return "done"
-    return claim if claim is not None else "missing"
+    return lease if lease is not None else "missing"
 
 
-def claim_missing(run: PlannedRun, campaign_dir: Path, retry_failed: bool, head: str,
-                  executor: str = "local", executor_id: str = "") -> claims.Claim | str:
-    """The run's claim when it is to be run here now; else why not: 'done' (skipped) or 'elsewhere'
+def lease_missing(run: PlannedRun, campaign_dir: Path, retry_failed: bool, head: str,
+                  executor: str = "local", executor_id: str = "") -> leases.Lease | str:
+    """The run's lease when it is to be run here now; else why not: 'done' (skipped) or 'elsewhere'
     (a live holder has it)."""
-    return _claim_or_skip(run, campaign_dir, retry_failed, head, (executor, executor_id))
+    return _lease_or_skip(run, campaign_dir, retry_failed, head, (executor, executor_id))
 
 
 def missing_runs(runs: list[PlannedRun], campaign_dir: Path, retry_failed: bool,
                  waiting: set[str] | frozenset = frozenset()) -> list[PlannedRun]:
-    """The runs to hand to a scheduler: not done, not `waiting` in its queue, not claimed by a live
+    """The runs to hand to a scheduler: not done, not `waiting` in its queue, not leased to a live
     holder (saying so for each left out)."""
     missing = []
     for i, run in enumerate(runs, 1):
         if run.run_id in waiting:
             continue
         head = f"[{i}/{len(runs)}] {run.label} ({run.run_id})"
-        if _claim_or_skip(run, campaign_dir, retry_failed, head, None) == "missing":
+        if _lease_or_skip(run, campaign_dir, retry_failed, head, None) == "missing":
             missing.append(run)
     return missing
 
 
 def execute(runs: list[PlannedRun], runner: Runner, campaign_dir: Path, timeout_s: float | None,
             retry_failed: bool = False, slots: list[GpuSlot | None] | tuple = (None,)) -> dict[str, int]:
-    """Run what is missing, skip what is done or claimed elsewhere; return counts of ok, failed (and
+    """Run what is missing, skip what is done or leased elsewhere; return counts of ok, failed (and
     of each failed run's cause, FAILED_PREFIX + cause), skipped (done earlier), elsewhere (in flight
     in another process) and unfit (needing more GPUs than `slots` holds) runs.
 
@@ -331,14 +331,14 @@ def execute(runs: list[PlannedRun], runner: Runner, campaign_dir: Path, timeout_
                 say(f"{head}: needs {need} GPUs, this campaign has {len(slots)} (GPUS=...); left out")
                 campaign.counts["unfit"] += 1
                 continue
-            claim = claim_missing(run, campaign_dir, retry_failed, head)
-            if claim == "done":
+            lease = lease_missing(run, campaign_dir, retry_failed, head)
+            if lease == "done":
                 campaign.counts["skipped"] += 1
-            elif claim == "elsewhere":
+            elif lease == "elsewhere":
                 campaign.counts["elsewhere"] += 1
             elif len(slots) == 1:
-                campaign.run(head, run, tuple(s for s in slots if s is not None), claim)
-            elif not campaign.start(head, run, claim, need):
+                campaign.run(head, run, tuple(s for s in slots if s is not None), lease)
+            elif not campaign.start(head, run, lease, need):
                 break
         campaign.wait()
     except BaseException:

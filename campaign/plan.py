@@ -25,20 +25,26 @@ from bench import (
     frameworks,
     generated,
     inference,
+    iterations,
+    measurement,
     modelplan,
     prepared,
     request,
     switches,
 )
 from bench.errors import UsageError
+from bench.frameworks import capabilities
 from campaign import requests, specs
 from campaign.runners import Runner
 from campaign.study import Experiment, apply_point
+from images.external import ArchiveUnreachable
 
 SETTINGS_FILE = "campaign.json"
 # campaign.json key -> the make variable that sets it (for the error that names the fix).
 SETTING_VARS = {"profile": "PROFILE", "data": "DATA", "threads": "THREADS"}
 DEVICES = ("cpu", "gpu")
+# The measurement protocols that need a Trainer hook beside train_epoch(), and who has it (the declarations).
+PROTOCOL_HOOKS = {measurement.ITERATIONS: iterations.SUPPORT, measurement.INFERENCE: inference.SUPPORT}
 
 
 @dataclass(frozen=True)
@@ -133,14 +139,6 @@ def datasets_needed(workload_names: list[str]) -> list[str]:
                    if not generated.is_generated(spec) and not request.reads_no_data(spec)})
 
 
-def untranslated(spec: dict, era: str) -> list[str]:
-    """What of a resolved workload spec's model the era's framework modules lack (bench/modelplan.py
-    ERA_LAYER_TYPES; empty for an era that translates every layer type)."""
-    if era not in modelplan.ERA_LAYER_TYPES:
-        return []
-    return modelplan.untranslated(modelplan.plan(spec), modelplan.ERA_LAYER_TYPES[era])
-
-
 def check_settings(campaign_dir: Path, wanted: dict) -> None:
     """Stop when the campaign folder's recorded settings (campaign.json) differ from `wanted`: its
     runs would be reported beside the earlier ones as repeats of one thing. No record: nothing to check."""
@@ -160,11 +158,13 @@ def check_settings(campaign_dir: Path, wanted: dict) -> None:
 
 
 def refusal(framework: str, era: str, spec: dict, point: dict) -> str | None:
-    """Why `framework` of `era` cannot run the resolved spec at the sweep point, naming what can, or None:
-    a collective it has none of (bench/collectives), data-parallel ranks it cannot train over
-    (bench/dataparallel.py), forward passes it has no hook for (the inference protocol: bench/inference.py), or a
-    BLAS backend it cannot switch to (the blas axis: bench/blas_backends.py), or a performance switch it has not or
-    that changes nothing in this model (bench/switches.py). Its other runs go ahead."""
+    """Why `framework` of `era` cannot run the resolved spec at the sweep point, naming what can, or None: all read
+    off its declaration (bench/frameworks/<framework>/__init__.py): a BLAS backend it cannot switch to (the blas
+    axis: bench/blas_backends.py), a performance switch it has not or that changes nothing in this model
+    (bench/switches.py), a layer type of the model its module does not translate, a collective it has none of
+    (bench/collectives), data-parallel ranks it cannot train over (bench/dataparallel.py), or a measurement protocol
+    its trainer has no hook for (step(): bench/iterations.py; infer(): bench/inference.py). Its other runs go
+    ahead."""
     if blas_backends.AXIS in point:
         why = blas_backends.refusal(framework, era, point[blas_backends.AXIS])
         if why:
@@ -174,15 +174,18 @@ def refusal(framework: str, era: str, spec: dict, point: dict) -> str | None:
                or switches.inapplicable(axis, {layer.type for layer in modelplan.plan(spec).flat_layers}))
         if why:
             return why
-    if collectives.is_collective(spec):
-        feature = collectives.SUPPORT
-    elif point.get(dataparallel.AXIS, 1) > 1:
-        feature = dataparallel.SUPPORT
-    elif inference.is_inference(spec):
-        feature = inference.SUPPORT
-    else:
-        return None
-    return feature.plan_refusal(framework, era)
+    if collectives.is_collective(spec):  # no model and no trainer: only its collective module counts
+        return collectives.SUPPORT.plan_refusal(framework, era)
+    why = capabilities.layer_refusal(framework, era, spec)
+    if why:
+        return why
+    parallel = dataparallel.SUPPORT if point.get(dataparallel.AXIS, 1) > 1 else None
+    protocol = PROTOCOL_HOOKS.get(measurement.of_spec(spec)["protocol"])  # epochs: every trainer has train_epoch()
+    for feature in filter(None, (parallel, protocol)):
+        why = feature.plan_refusal(framework, era)
+        if why:
+            return why
+    return None
 
 
 def _say_refusals(workload: str, refused: dict[tuple[str, str], list[str]]) -> None:
@@ -194,43 +197,53 @@ def _say_refusals(workload: str, refused: dict[tuple[str, str], list[str]]) -> N
 
 def plan(matrix: Matrix, runner: Runner, campaign: str, campaign_dir: Path, data_root: Path,
          threads: int | None) -> list[PlannedRun]:
-    """Check the settings and the data, prepare every environment, and resolve every run's request,
-    in a stable order."""
+    """Check the settings and the data, prepare the environment of every framework with a run to plan, and
+    resolve every run's request, in a stable order."""
     settings = {"profile": matrix.profile, "data": matrix.data_source, "threads": threads}
     check_settings(campaign_dir, settings)
     data = {name: requests.find_dataset(data_root, name, matrix.data_source)
             for name in datasets_needed(list(matrix.workloads))}
-    environments = {}
-    for fw in matrix.frameworks:
-        print(f"environment for {fw} ({runner.name} runner) ...", flush=True)
-        environments[fw] = runner.prepare(fw)
+    environments: dict = {}
+
+    def environment(fw: str):
+        """The framework's environment, prepared on its first planned run: one it has none of is never built.
+        None when a file it needs cannot be had (PyTorch 0.4.1's archive) and other frameworks are in the
+        campaign: its runs are left out in one line, the way `make images` skips its image."""
+        if fw not in environments:
+            print(f"environment for {fw} ({runner.name} runner) ...", flush=True)
+            try:
+                environments[fw] = runner.prepare(fw)
+            except ArchiveUnreachable as exc:
+                if len(matrix.frameworks) == 1:
+                    raise
+                environments[fw] = None
+                print(f"skipping {fw}: its environment cannot be made: {exc.problem}; {exc.fix}, then run it with "
+                      f"FRAMEWORKS={fw}", flush=True)
+        return environments[fw]
+
     runs = []
-    measurement = matrix.experiment.measurement_for(matrix.profile) if matrix.experiment is not None else None
+    timing = matrix.experiment.measurement_for(matrix.profile) if matrix.experiment is not None else None
     for wl_name in matrix.workloads:
         workload_spec = specs.load(wl_name, matrix.profile)
-        collective = collectives.is_collective(workload_spec)  # no model: nothing to translate (bench/collectives)
-        missing = [] if collective else untranslated(workload_spec, matrix.era)
-        if missing:  # every framework of the era would stop at its first layer: say so once, run the rest
-            print(f"skipping {wl_name}: the {matrix.era}-era framework modules do not translate {', '.join(missing)} "
-                  f"(run it with ERA=current)", flush=True)
-            continue
         batch_size = matrix.experiment.batch_size_for(wl_name, matrix.profile) if matrix.experiment else None
         split = matrix.experiment.split_batch if matrix.experiment else False
         refused: dict[tuple[str, str], list[str]] = {}
         for point in matrix.points:
-            spec = apply_point(workload_spec, point, measurement, batch_size, split)
+            spec = apply_point(workload_spec, point, timing, batch_size, split)
             at = "".join(f" {axis} {value}" for axis, value in point.items())
             for fw in matrix.frameworks:
                 why = refusal(fw, matrix.era, spec, point)
                 if why:
                     refused.setdefault((fw, why), []).append(at)
                     continue
+                if environment(fw) is None:
+                    continue
                 for repeat in range(1, matrix.repeats + 1):
                     req = requests.resolve(
                         framework=fw, era=matrix.era, workload=wl_name, profile=matrix.profile, spec=spec,
                         dataset=data.get(spec["dataset"]), device=matrix.device, threads=point.get("threads", threads),
                         seed=matrix.seed + repeat - 1, repeat=repeat, campaign=campaign, runner=runner.name,
-                        environment=environments[fw], sweep=point)
+                        environment=environment(fw), sweep=point)
                     runs.append(PlannedRun(req, f"{fw} {wl_name} {matrix.device}{at} repeat {repeat}"))
         _say_refusals(wl_name, refused)
     if not (campaign_dir / SETTINGS_FILE).exists():

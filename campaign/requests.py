@@ -18,6 +18,7 @@ import numpy as np
 
 from bench import generated, prepared, request
 from bench.errors import UsageError
+from campaign import specs
 
 # Subsets are drawn with this fixed seed so every framework and repeat sees the same examples.
 SUBSET_SEED = 0
@@ -94,7 +95,7 @@ def generated_data(spec: dict) -> dict:
     try:
         rec = generated.recipe(spec)
     except ValueError as exc:
-        raise UsageError(str(exc), f"fix campaign/workloads/{spec.get('name', '?')}.toml") from None
+        raise UsageError(str(exc), f"fix {specs.where(spec.get('name', '?'))}") from None
     # Making the arrays is what gives their sha256 (a paper profile's: ~0.3 s, 60-90 MB), and every framework,
     # repeat and sweep point of a workload has one recipe: each recipe's block is made once per process. The
     # cache's key is the recipe itself, frozen: its (field, value) pairs, lists as tuples.

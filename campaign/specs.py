@@ -1,22 +1,21 @@
-"""Workload specs: data files under campaign/workloads, read on the host only.
+"""Workload specs: data files in the study folders, read on the host only.
 
-A workload spec (campaign/workloads/<name>.toml) is plain data; ``load`` resolves it against a
-profile, and the resolved dict travels to the entrypoint inside the run request (bench/request.py),
-so nothing inside an image reads TOML. Framework modules only translate it; nothing here knows a
-framework. Which workloads a campaign target runs is a study's experiment (campaign/study.py).
+A workload spec (studies/<study>/workloads/<name>.toml, found in whichever study folder holds it:
+studies.workload_files) is plain data; ``load`` resolves it against a profile, and the resolved dict travels
+to the entrypoint inside the run request (bench/request.py), so nothing inside an image reads TOML. Framework
+modules only translate it; nothing here knows a framework. Which workloads a campaign target runs is a study's
+experiment (campaign/study.py).
 """
 
 from __future__ import annotations
 
 import copy
 import tomllib
-from pathlib import Path
 from typing import Any
 
+import studies
 from bench.errors import UsageError
 from bench.names import is_plain
-
-WORKLOAD_DIR = Path(__file__).parent / "workloads"
 
 # Keys a profile may override, and where they live in the spec.
 PROFILE_KEYS = {
@@ -36,13 +35,21 @@ DEPARTING_KEYS = ("optimizer", MODEL_TABLE)
 
 
 def known_workloads() -> list[str]:
-    """Names of every workload spec shipped with the kit."""
-    return sorted(p.stem for p in WORKLOAD_DIR.glob("*.toml"))
+    """Names of every workload spec of every study folder."""
+    return sorted(studies.workload_files())
+
+
+def where(name: str) -> str:
+    """A workload's spec file as messages name it (studies/shi/workloads/fcn-r-mnist.toml)."""
+    path = studies.workload_files().get(name)
+    if path is None:
+        return f"the spec of workload '{name}'"
+    return path.relative_to(studies.HERE.parent).as_posix() if path.is_relative_to(studies.HERE.parent) else str(path)
 
 
 def _raw(name: str) -> dict:
-    path = WORKLOAD_DIR / f"{name}.toml"
-    if not is_plain(name) or not path.exists():  # a name with '/' or '..' would read another folder's file
+    path = studies.workload_files().get(name) if is_plain(name) else None
+    if path is None:  # a name with '/' or '..' is never a workload: looked up by name, not joined to a folder
         raise UsageError(
             f"unknown workload '{name}'",
             f"choose from: {', '.join(known_workloads())} (WORKLOADS=...)",
@@ -79,7 +86,7 @@ def load(name: str, profile: str = "paper") -> dict[str, Any]:
     if any(key in table for key in DEPARTING_KEYS) and not table.get(DEPARTURE_KEY):
         raise UsageError(
             f"profile '{profile}' of workload '{name}' changes the model or the optimizer without a '{DEPARTURE_KEY}'",
-            f"say why in {DEPARTURE_KEY} = \"...\" under [profiles.{profile}] in campaign/workloads/{name}.toml",
+            f"say why in {DEPARTURE_KEY} = \"...\" under [profiles.{profile}] in {where(name)}",
         )
     for key, value in table.items():
         if key == DEPARTURE_KEY:
@@ -91,7 +98,7 @@ def load(name: str, profile: str = "paper") -> dict[str, Any]:
             raise UsageError(
                 f"profile '{profile}' of workload '{name}' sets unknown key '{key}'",
                 f"use only {', '.join(sorted([*PROFILE_KEYS, MODEL_TABLE, DEPARTURE_KEY]))} "
-                f"in campaign/workloads/{name}.toml",
+                f"in {where(name)}",
             )
         section, field = PROFILE_KEYS[key]
         spec.setdefault(section, {})[field] = value
@@ -100,14 +107,14 @@ def load(name: str, profile: str = "paper") -> dict[str, Any]:
 
 def _override_model(spec: dict, table: Any, name: str, profile: str) -> None:
     """Replace the [model] keys a profile's model table names (only keys [model] has: a typo is an error)."""
-    where = f"[profiles.{profile}.model] of campaign/workloads/{name}.toml"
+    here = f"[profiles.{profile}.model] of {where(name)}"
     if not isinstance(table, dict):
         raise UsageError(f"profile '{profile}' of workload '{name}' sets 'model' to a value, not a table",
-                         f"write the model keys it replaces under {where}")
+                         f"write the model keys it replaces under {here}")
     unknown = sorted(set(table) - set(spec["model"]))
     if unknown:
         raise UsageError(f"profile '{profile}' of workload '{name}' replaces unknown model key '{unknown[0]}'",
-                         f"use keys of [model] ({', '.join(sorted(spec['model']))}) in {where}")
+                         f"use keys of [model] ({', '.join(sorted(spec['model']))}) in {here}")
     spec["model"].update(table)
 
 

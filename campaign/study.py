@@ -1,11 +1,11 @@
-"""Studies as data: campaign/studies/<name>.toml declares a study's experiments, each a make target.
+"""Studies as data: studies/<name>/study.toml declares a study's experiments, each a make target.
 
-A study file holds a [study] table (title; `claims`: the study name its claims carry in
-analysis/studies; `reference`: its published tables in analysis/reference) and one
+A study file holds a [study] table (title; `claims`: the study name its claims carry in its claims.py;
+`order`: its place among the studies, read by the discovery: studies/__init__.py) and one
 [experiments.<target>] table per experiment:
 
     device = "cpu" | "gpu"
-    workloads = [...]                      # workload specs, campaign/workloads/<name>.toml
+    workloads = [...]                      # workload specs, studies/*/workloads/<name>.toml
     cpu = "<target>"                       # GPU experiments (required): the CPU experiment offered instead
     measurement = { protocol = "iterations", warmup = 100, iterations = 1000 }   # optional
     sweep = { threads = "doubling" | [1, 2, 4], batch_size = [50, 500], ranks = [1, 2],   # optional
@@ -13,6 +13,7 @@ analysis/studies; `reference`: its published tables in analysis/reference) and o
     batch_sizes = { "<workload>" = 128 }   # optional: the experiment's batch size for some of its workloads
     split_batch = true                     # optional, with a ranks sweep: the batch size is the step's, split
                                            # between the ranks (Shi et al.'s Table 8), not each rank's (Shams et al.)
+    aggregate = false                      # optional: left out of the study's <study>-cpu/-gpu targets (the demo)
     [experiments.<target>.profiles.quick]                                      # optional, per profile:
     measurement = { iterations = 20 }                                          # replaces those keys
 
@@ -34,7 +35,8 @@ the experiment's workloads where its study ran them at another than the workload
 batch); it enters each run's resolved spec and so its run id, except under a profile that chose a batch size
 of its own (Experiment.batch_size_for). Every GPU experiment's `cpu` names its CPU
 counterpart, which `make <gpu target>` offers on a machine without a GPU; it must be a CPU experiment of the
-same study. Experiment names are unique across studies: they are the Makefile's campaign targets.
+same study. Experiment names are unique across studies: they are make targets, beside each study's
+<study>-cpu/-gpu (campaign/targets.py derives them all).
 """
 
 from __future__ import annotations
@@ -43,16 +45,15 @@ import itertools
 import tomllib
 from dataclasses import dataclass, field
 from functools import cache
-from pathlib import Path
 from typing import Any
 
+import studies
 from bench import blas_backends, switches
 from bench import measurement as measure
 from bench.errors import UsageError
 from bench.threads import physical_cores as host_physical_cores
 from campaign import specs
 
-STUDIES_DIR = Path(__file__).parent / "studies"
 DEVICES = ("cpu", "gpu")
 DOUBLING = "doubling"
 # Sweep axes and where a point's value goes: the run's thread count, or the key path of the resolved spec it sets;
@@ -74,8 +75,9 @@ WORD_AXES: dict[str, tuple[str, ...]] = {blas_backends.AXIS: tuple(blas_backends
                                           **{axis: s.values for axis, s in switches.SWITCHES.items()}}
 # Axes that only mean something on a GPU.
 GPU_AXES = tuple(axis for axis, s in switches.SWITCHES.items() if s.gpu_only)
-_STUDY_KEYS = {"title", "claims", "reference"}
-_EXPERIMENT_KEYS = {"device", "workloads", "cpu", "measurement", "sweep", "profiles", "batch_sizes", "split_batch"}
+_STUDY_KEYS = {"title", "claims", "order"}
+_EXPERIMENT_KEYS = {"device", "workloads", "cpu", "measurement", "sweep", "profiles", "batch_sizes", "split_batch",
+                    "aggregate"}
 
 
 @dataclass(frozen=True)
@@ -97,6 +99,8 @@ class Experiment:
     # With a ranks sweep: the batch size is one step's over all ranks, each rank training batch / ranks rows
     # (Shi et al.'s Table 8); False: each rank trains the batch size (Shams et al.: the batch per worker).
     split_batch: bool = False
+    # Whether the study's aggregate targets (<study>-cpu, <study>-gpu: campaign/targets.py) run it; the demo's not.
+    aggregate: bool = True
 
     def measurement_for(self, profile: str) -> dict[str, Any] | None:
         """The measurement table of this experiment's runs of `profile` (None: the epoch protocol)."""
@@ -126,7 +130,8 @@ class Experiment:
 
 @dataclass(frozen=True)
 class Study:
-    """A study file: its title, the study name of its claims, its reference tables and experiments."""
+    """A study file: its title, the study name of its claims, its published tables (the files its
+    reference/SOURCES.md table names) and experiments."""
 
     name: str
     title: str
@@ -136,30 +141,28 @@ class Study:
 
 
 def known_studies() -> list[str]:
-    """Every study with a file in campaign/studies."""
-    return sorted(p.stem for p in STUDIES_DIR.glob("*.toml"))
+    """Every study folder's name, in study order (studies/__init__.py)."""
+    return studies.names()
 
 
 @cache
 def load_study(name: str) -> Study:
-    """Read and check campaign/studies/<name>.toml (a UsageError naming the file and the fix)."""
-    path = STUDIES_DIR / f"{name}.toml"
-    if not path.exists():
-        raise UsageError(f"unknown study '{name}'", f"choose from: {', '.join(known_studies())}")
-    with open(path, "rb") as fh:
+    """Read and check studies/<name>/study.toml (a UsageError naming the file and the fix)."""
+    folder = studies.folder(name)
+    with open(folder.study_file, "rb") as fh:
         raw = tomllib.load(fh)
-    where = f"campaign/studies/{name}.toml"
+    where = folder.where(studies.STUDY_FILE)
     head = raw.get("study") or {}
     _no_unknown(head, _STUDY_KEYS, f"[study] of {where}")
     for key in ("title", "claims"):
         if not isinstance(head.get(key), str) or not head[key]:
             raise UsageError(f"{where} has no [study] {key}", f"write {key} = \"...\" under [study]")
-    experiments = {target: _experiment(target, name, table, f"[experiments.{target}] of {where}")
-                   for target, table in (raw.get("experiments") or {}).items()}
+    experiments = {target: _experiment(target, name, table, where) for target, table in
+                   (raw.get("experiments") or {}).items()}
     if not experiments:
         raise UsageError(f"{where} declares no experiment", "add an [experiments.<target>] table")
     _check_counterparts(experiments, where)
-    return Study(name, head["title"], head["claims"], tuple(head.get("reference", ())), experiments)
+    return Study(name, head["title"], head["claims"], tuple(s.file for s in studies.sources(folder)), experiments)
 
 
 def _no_unknown(table: dict, allowed: set[str], where: str) -> None:
@@ -168,8 +171,9 @@ def _no_unknown(table: dict, allowed: set[str], where: str) -> None:
         raise UsageError(f"{where} sets unknown key '{unknown[0]}'", f"use only {', '.join(sorted(allowed))}")
 
 
-def _experiment(target: str, study: str, table: dict, where: str) -> Experiment:
-    """One experiment table, checked: device, known workloads, a measurement table, sweep axes."""
+def _experiment(target: str, study: str, table: dict, study_file: str) -> Experiment:
+    """One experiment table of a study file, checked: device, known workloads, a measurement table, sweep axes."""
+    where = f"[experiments.{target}] of {study_file}"
     _no_unknown(table, _EXPERIMENT_KEYS, where)
     if table.get("device") not in DEVICES:
         raise UsageError(f"{where} has device {table.get('device')!r}", f"set device = \"cpu\" or \"gpu\" in {where}")
@@ -183,7 +187,7 @@ def _experiment(target: str, study: str, table: dict, where: str) -> Experiment:
         measure.check(measurement, where)
     by_profile = {}
     for profile, override in (table.get("profiles") or {}).items():
-        here = f"[experiments.{target}.profiles.{profile}] of campaign/studies/{study}.toml"
+        here = f"[experiments.{target}.profiles.{profile}] of {study_file}"
         _no_unknown(override, {"measurement"}, here)
         if measurement is None:
             raise UsageError(f"{here} sets a measurement but the experiment has none",
@@ -220,8 +224,11 @@ def _experiment(target: str, study: str, table: dict, where: str) -> Experiment:
     if not isinstance(split, bool) or (split and "ranks" not in sweep):
         raise UsageError(f"{where} sets split_batch = {split!r}" + (" without a ranks sweep" if split is True else ""),
                          "write split_batch = true only beside sweep = { ranks = [...] }, or leave it out")
+    aggregate = table.get("aggregate", True)
+    if not isinstance(aggregate, bool):
+        raise UsageError(f"{where} sets aggregate = {aggregate!r}", "write aggregate = false, or leave it out")
     return Experiment(target, study, table["device"], tuple(workloads), measurement, dict(sweep), by_profile, cpu,
-                      batch_sizes, split)
+                      batch_sizes, split, aggregate)
 
 
 def _check_words(axis: str, values: Any, where: str) -> None:
@@ -269,7 +276,7 @@ def experiments() -> dict[str, Experiment]:
         for target, experiment in load_study(name).experiments.items():
             if target in found:
                 raise UsageError(f"experiment '{target}' is declared by studies {found[target].study} and {name}",
-                                 f"rename one in campaign/studies/{name}.toml")
+                                 f"rename one in {studies.folder(name).where(studies.STUDY_FILE)}")
             found[target] = experiment
     return found
 

@@ -15,7 +15,7 @@ Only the host runners are checked (HOST_RUNNERS: local, system), on the machine 
 task checks its own node (campaign/task.py). An image run needs none of this from the host: its image
 carries the libraries (images/frameworks.toml), and the GPU pre-flight (campaign/preflight.py) checks what
 the host must give a GPU image. A run that could not start for want of one of these is never recorded: the
-campaign stops before its first run (or the task before it claims its run), and the same command, once the
+campaign stops before its first run (or the task before it takes its run's lease), and the same command, once the
 package is installed, runs it.
 """
 

@@ -1,12 +1,12 @@
 """One scheduler task: run one run of a batch, publishing it exactly as a local campaign does.
 
 `python -m campaign task --batch DIR --index N` is what each Slurm array task executes (N =
-$SLURM_ARRAY_TASK_ID). It claims the run (campaign/claims.py), prepares the batch's runner on this
+$SLURM_ARRAY_TASK_ID). It takes the run's lease (campaign/leases.py), prepares the batch's runner on this
 node (checking the environment is the one the host planned with), runs it into `<id>.partial/` and
 renames it into place when run.json is written (campaign/execute.py). Told to stop (SIGTERM from
 scancel, the task's time limit or preemption; SIGINT), it kills the run and publishes it as failed,
 cause 'cancelled', which a resumed campaign runs again. A node that lacks a library or tool the run
-needs (campaign/syslibs.py) stops the task before it claims the run, with the one line naming the
+needs (campaign/syslibs.py) stops the task before it takes the run's lease, with the one line naming the
 package: nothing is recorded, and the campaign submits the run again when it is run again.
 """
 
@@ -52,16 +52,16 @@ def slurm_gpus(devices: list[dict] | None = None) -> tuple[GpuSlot, ...]:
 
 def run_task(batch_dir: Path, index: int) -> int:
     """Run array task `index` of the batch in `batch_dir`; 0 when it ran (ok or failed) or was
-    not this task's to run (done already, or claimed by a live holder elsewhere)."""
+    not this task's to run (done already, or leased to a live holder elsewhere)."""
     batch = batches.load(batch_dir)
     run = batch.planned(index)
     settings = batch.settings
     executor_id = slurm_task_id()
     head = f"[task {index}/{len(batch.run_ids)}] {run.label} ({run.run_id})"
     syslibs.check(settings["runner"], [run.request["framework"]], run.request["era"],
-                  [blas_backends.requested(run.request)])  # this node's libraries, before anything is claimed
-    claim = execute.claim_missing(run, batch.campaign_dir, False, head, batch.executor, executor_id)
-    if isinstance(claim, str):
+                  [blas_backends.requested(run.request)])  # this node's libraries, before any lease is taken
+    lease = execute.lease_missing(run, batch.campaign_dir, False, head, batch.executor, executor_id)
+    if isinstance(lease, str):
         return 0
     try:
         gpus = slurm_gpus() if run.request["device"] == "gpu" else ()
@@ -92,7 +92,7 @@ def run_task(batch_dir: Path, index: int) -> int:
                                      cancelled=cancelled, sidecar={EXECUTOR_FILE: sidecar})
         print(f"{head}: {execute.describe(record)}", flush=True)
     finally:
-        claim.release()
+        lease.release()
     return 0
 
 

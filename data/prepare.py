@@ -71,7 +71,7 @@ def prepare_mnist(raw: Path) -> tuple[Arrays, dict[str, Any]]:
 # ---------------------------------------------------------------- IMDB
 
 IMDB_ARCHIVE = "aclImdb_v1.tar.gz"
-# Must equal campaign/workloads/lstm-imdb.toml (maxlen, vocab_size); a test checks it.
+# Must equal studies/dlbench/workloads/lstm-imdb.toml (maxlen, vocab_size); a test checks it.
 IMDB_MAXLEN = 500
 IMDB_VOCAB_SIZE = 5000
 # Reviews are sorted by file name, then shuffled with this seed: a fixed order, not class-sorted.

@@ -20,7 +20,7 @@ above the unigram rate is learnable. Successors are drawn Zipf-wise (exponent 0.
 words are frequent successors, as in real text: the unigram entropy is about 6.1 nats (real PTB's
 is about 6.5; uniformly drawn successors gave a flatter 7.4) and the most frequent token holds about
 5 % of the stream (real PTB: about 5 %), and a small model learns the common transitions within a
-hundred steps (the quick profile of campaign/workloads/lstm-ptb.toml).
+hundred steps (the quick profile of studies/dlbench/workloads/lstm-ptb.toml).
 """
 
 from __future__ import annotations

@@ -56,7 +56,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.errors import UsageError
-from bench.frameworks import ERAS
+from bench.frameworks import ERAS, module_era
 from images import envs, external, sources
 from images.sources import env_paths, wheelhouses
 from images.sources import norm as _norm
@@ -191,10 +191,12 @@ def lock_sha256(spec: ImageSpec) -> str:
 
 def payload_files(era: str) -> list[Path]:
     """What an image of `era` carries of the kit: the Python modules of bench/, less the framework
-    modules of other eras (and nothing else: bench/ruff.toml is the host's lint setting)."""
-    others = [PAYLOAD / "frameworks" / e for e in ERAS if e != era]
-    return sorted(p for p in PAYLOAD.rglob("*.py")
-                  if "__pycache__" not in p.parts and not any(p.is_relative_to(o) for o in others))
+    modules of other eras (bench/frameworks/<framework>/<other era>*.py; and nothing else: bench/ruff.toml
+    is the host's lint setting)."""
+    def other_era(p: Path) -> bool:
+        return p.parent.parent == PAYLOAD / "frameworks" and module_era(p.stem) not in (None, era)
+
+    return sorted(p for p in PAYLOAD.rglob("*.py") if "__pycache__" not in p.parts and not other_era(p))
 
 
 def inputs_sha256(spec: ImageSpec, base: str | None, release: str | None = None) -> str:

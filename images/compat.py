@@ -1,7 +1,8 @@
 """The payload's CPython 3.6 gate: what paper-era images (CPython 3.6) run must be 3.6 code.
 
 Every Python file of the payload (bench/) except the current-era framework modules
-(bench/frameworks/current/, Python 3.11 only) is checked three ways, each by its own means:
+(bench/frameworks/<framework>/current.py and current_*.py, Python 3.11 only) is checked three ways, each by
+its own means:
 
 1. the grammar: ``ast.parse(source, feature_version=(3, 6))`` refuses syntax 3.6 lacks (the
    walrus, positional-only parameters, parenthesized context managers, ``match``, ...);
@@ -11,7 +12,8 @@ Every Python file of the payload (bench/) except the current-era framework modul
    annotations, which 3.6 evaluates when it defines a function;
 3. the imports: only the standard library, NumPy, psutil, nvidia-ml-py (``pynvml``) and bench
    itself (a paper-era framework module, and a collective module of bench/collectives, also its own
-   framework's packages), and none of the NumPy names newer than the paper era's NumPy 1.14.
+   framework's packages: its declaration's `imports`, bench/frameworks/<framework>/__init__.py), and
+   none of the NumPy names newer than the paper era's NumPy 1.14.
 
     python -m images.compat [FILE_OR_FOLDER ...]     (default: the payload core)
 
@@ -25,18 +27,14 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
+from bench import frameworks
+
 REPO = Path(__file__).resolve().parents[1]
 PAYLOAD = REPO / "bench"
-# Payload folders exempt from the gate (relative to the payload): code that runs only on the
-# current era's Python.
-EXEMPT = (Path("frameworks") / "current",)
+# The era whose framework modules are exempt from the gate: they run only on the current era's Python.
+EXEMPT_ERA = "current"
 TARGET = (3, 6)
 THIRD_PARTY = {"numpy", "psutil", "pynvml"}
-# What bench/frameworks/<era>/<name>.py may import beside THIRD_PARTY: its framework's own packages.
-FRAMEWORK_PACKAGES = {
-    "tensorflow": {"tensorflow"}, "keras": {"keras", "tensorflow", "theano"}, "pytorch": {"torch"},
-    "mxnet": {"mxnet"}, "chainer": {"chainer", "cupy"}, "theano": {"theano", "scipy"},
-}
 # NumPy names the payload core may not use: added after NumPy 1.14 (the paper era's).
 NEWER_NUMPY = {
     "default_rng": "1.17", "Generator": "1.17", "PCG64": "1.17", "SeedSequence": "1.17", "BitGenerator": "1.17",
@@ -44,11 +42,26 @@ NEWER_NUMPY = {
 }
 
 
+def exempt(path: Path) -> bool:
+    """Whether a payload file is a current-era framework module (bench/frameworks/<framework>/current*.py)."""
+    return path.parent.parent.name == "frameworks" and frameworks.module_era(path.stem) == EXEMPT_ERA
+
+
+def framework_packages(path: Path) -> set[str]:
+    """What a framework module (bench/frameworks/<framework>/<era>.py) or a collective module
+    (bench/collectives/<framework>.py) may import beside THIRD_PARTY: its framework's declared packages."""
+    if path.parent.parent.name == "frameworks" and path.stem != "__init__":
+        name = path.parent.name
+    elif path.parent.name == "collectives":
+        name = path.stem
+    else:
+        return set()
+    return set(frameworks.declaration(name).imports) if name in frameworks.discovered() else set()
+
+
 def core_files(root: Path = PAYLOAD) -> list[Path]:
-    """The payload's Python files the gate covers: everything under bench/ outside EXEMPT."""
-    root = Path(root)
-    return sorted(p for p in root.rglob("*.py")
-                  if "__pycache__" not in p.parts and not any(p.is_relative_to(root / e) for e in EXEMPT))
+    """The payload's Python files the gate covers: everything under bench/ but the exempt modules."""
+    return sorted(p for p in Path(root).rglob("*.py") if "__pycache__" not in p.parts and not exempt(p))
 
 
 def grammar_violations(path: Path) -> list[str]:
@@ -64,10 +77,7 @@ def import_violations(path: Path) -> list[str]:
     """Imports outside the standard library, NumPy, psutil, pynvml and bench; NumPy names newer than 1.14."""
     out = []
     tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-    # bench/frameworks/<era>/<name>.py and bench/collectives/<name>.py may import their framework
-    framework_module = path.parent.parent.name == "frameworks" or path.parent.name == "collectives"
-    own = FRAMEWORK_PACKAGES.get(path.stem, set()) if framework_module else set()
-    allowed = set(sys.stdlib_module_names) | THIRD_PARTY | {"bench"} | own
+    allowed = set(sys.stdlib_module_names) | THIRD_PARTY | {"bench"} | framework_packages(path)
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
@@ -137,7 +147,8 @@ def _expand(args: list[str]) -> list[Path]:
 def main(argv: list[str] | None = None) -> int:
     """Check the given files or folders (default: the payload core); exit 1 on any violation."""
     ap = argparse.ArgumentParser(prog="python -m images.compat", description=__doc__.splitlines()[0])
-    ap.add_argument("paths", nargs="*", help="files or folders (default: bench/ without bench/frameworks/current/)")
+    ap.add_argument("paths", nargs="*",
+                    help="files or folders (default: bench/ without bench/frameworks/*/current*.py)")
     args = ap.parse_args(argv)
     paths = _expand(args.paths) if args.paths else core_files()
     found = violations(paths)

@@ -1,17 +1,15 @@
-"""The report's sections, one module per topic; analysis.report.SECTIONS lists them in reading order.
+"""The report's shared sections, one module per topic; analysis.report.sections() lists them in reading order,
+with each study's own (studies/<study>/section.py's SECTIONS) among them.
 
 Rule: every section is a builder `(ctx: ReportContext) -> list[Block]`: it reads only what the report
 is built from (analysis.context) and arranges the results of the modules that compute them
 (summary, claims and studies, transfer, significance, reference) into headings, paragraphs, tables
 and figures. A section that needs more (e.g. the claims' outcomes) derives it from ctx, so every
-builder has the same signature and SECTIONS alone decides the order.
+builder has the same signature and analysis.report.sections() alone decides the order.
 
     overview        header (title, banners), unreadable runs and notes, runs overview
     scoreboard      measured vs published accuracy and time per cell: the figure and table opening the report
     comparison      comparison with the published numbers, resource use
-    shi             Shi et al.'s seconds per mini-batch (Tables 7, 8) beside the kit's, per thread count and GPU
-    wu              Wu et al.'s tables (baseline, batch size, learning rate, threads, BLAS) beside the kit's runs
-    ilkarman        ilkarman/DeepLearningFrameworks' K80/P100 times beside the kit's, as ratios to a base framework
     allreduce       all-reduce seconds and bus bandwidth per size of collective runs (Shams et al.)
     scaling         data-parallel images per ms, speedup and efficiency per rank count of ranks sweeps (Shams et al.)
     eras            paper era vs current era: the same workloads side by side

@@ -1,4 +1,4 @@
-"""'What reproduced': the studies' claims (analysis.studies) this campaign decides, grouped by study, and one line
+"""'What reproduced': the studies' claims (studies.claims()) this campaign decides, grouped by study, and one line
 per claim it cannot decide naming the experiment that would; each claim's exact test comes after the detail tables
 (claim_tests_section)."""
 
@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, replace
 
+import studies
 from analysis.claims import (
     INSUFFICIENT,
     NOT_EVIDENCE,
@@ -20,7 +21,6 @@ from analysis.claims import (
 from analysis.context import ReportContext
 from analysis.document import Block, Bullets, Heading, Inline, Para, Table, Tag
 from analysis.eras import OUTSIDE_IMAGE, eras_of, outside_image_text
-from analysis.studies import CLAIMS
 from campaign.study import known_studies, load_study
 
 
@@ -34,7 +34,7 @@ class EraOutcome:
 
 def claim_scopes() -> dict[str, str]:
     """{the study name claims carry (Claim.study): its study file's name}, for every study file
-    (campaign/studies/<name>.toml [study] claims): a claim of such a study is tested on the runs of that
+    (studies/<name>/study.toml [study] claims): a claim of such a study is tested on the runs of that
     study's workloads (the run table's `study`, from the workload spec) and of workloads naming none."""
     return {load_study(name).claims: name for name in known_studies()}
 
@@ -54,7 +54,7 @@ def _scope_note(claim: Claim, foreign: list[dict]) -> str:
 
 
 def claim_outcomes(ctx: ReportContext) -> list[EraOutcome]:
-    """Every study's claim (analysis.studies.CLAIMS) evaluated on each era's run table and epoch records, in
+    """Every study's claim (studies.claims()) evaluated on each era's run table and epoch records, in
     claim order, paper era first; a claim of a study with a study file reads only the runs of its workloads
     (claim_scopes), and where that leaves it undecided its evidence names the runs left out. A verdict resting
     on paper-era runs outside the study's setup (another Python: a test environment) says so in its caveat."""
@@ -65,7 +65,7 @@ def claim_outcomes(ctx: ReportContext) -> list[EraOutcome]:
         by_id = {r["run_id"]: r for r in rows}
         tables: dict[str | None, ResultsTable] = {}
         outcomes = []
-        for claim in CLAIMS:
+        for claim in studies.claims():
             scope = scopes.get(claim.study)
             foreign = _foreign(rows, scope)
             if scope not in tables:
@@ -103,7 +103,7 @@ def claims_section(ctx: ReportContext) -> list[Block]:
                         for study, counts in by_study.items())
     decided = [eo for eo in outcomes if eo.outcome.result.verdict != INSUFFICIENT]
     caveated = sum(bool(eo.outcome.caveat) for eo in decided)
-    # Claim order is study order (analysis.studies.STUDIES), so the rows come grouped by study.
+    # Claim order is study order (studies.folders(): each study.toml's order), so the rows come grouped by study.
     rows: list[list[Inline]] = [
         [eo.outcome.claim.id, eo.outcome.claim.study, *([eo.era] if by_era else []), eo.outcome.claim.statement,
          _verdict_cell(eo.outcome), eo.outcome.result.evidence, ctx.id_links(eo.outcome.result.run_ids) or "—"]
@@ -156,7 +156,7 @@ def _scope_text(rows: list[dict]) -> str:
             f"study; this campaign's runs are of {here})" + (
                 f", so this campaign cannot decide the claims of {' or '.join(cannot)}: they are listed "
                 "below with the runs left out" if cannot else "") + ". Claims of studies without a study file "
-            "(campaign/studies) read every run.")
+            "(studies/*/study.toml) read every run.")
 
 
 def _undecided_blocks(outcomes: list[EraOutcome], by_era: bool) -> list[Block]:
@@ -188,4 +188,4 @@ def _undecided_blocks(outcomes: list[EraOutcome], by_era: bool) -> list[Block]:
 def claim_tests_section(ctx: ReportContext) -> list[Block]:
     """'How each claim is tested': every claim's exact test (its check's docstring), after the detail tables."""
     return [Heading(2, "How each claim is tested"),
-            Bullets([f"{c.id} ({c.study}): {c.test}" for c in CLAIMS])]
+            Bullets([f"{c.id} ({c.study}): {c.test}" for c in studies.claims()])]

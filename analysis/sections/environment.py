@@ -169,8 +169,8 @@ def hardware_section(ctx: ReportContext) -> list[Block]:
                 f"RAM; {gpu_text}; {host.get('os', '?')}")
         hosts.setdefault(text, []).append(run)
     return [Heading(2, "Hardware of the published numbers"),
-            Para("Copied from analysis/reference/SOURCES.md. Timings measured on this hardware are context "
-                 "for ours, not targets."),
+            Para("Copied from each study's reference/SOURCES.md (studies/<study>/reference). Timings measured on this "
+                 "hardware are context for ours, not targets."),
             Table(["reference file", "source", "hardware"], rows),
             Para("This campaign set ran on:"),
             Bullets([[f"{text} ({len(runs)} runs):", *ctx.runs_links(runs)] for text, runs in sorted(hosts.items())])]

@@ -68,7 +68,7 @@ def campaign_studies(rows: list[dict]) -> list[str]:
 
 
 def study_title(name: str) -> str:
-    """A study's title as its study file gives it (campaign/studies/<name>.toml), else its name."""
+    """A study's title as its study file gives it (studies/<name>/study.toml), else its name."""
     try:
         return load_study(name).title
     except UsageError:  # a spec naming a study with no study file: its name is all there is
@@ -84,7 +84,8 @@ def _compared_text(rows: list[dict], others: list[str]) -> str:
             tables = ", ".join(load_study(name).reference)
         except UsageError:
             tables = ""
-        parts.append(study_title(name) + (f", its published tables in analysis/reference ({tables})" if tables else ""))
+        where = f"studies/{name}/reference"
+        parts.append(study_title(name) + (f", its published tables in {where} ({tables})" if tables else ""))
     return "Compared against " + " and ".join(parts) + "."
 
 

@@ -15,8 +15,9 @@ backend (for PyTorch: Gloo on CPUs, NCCL on GPUs). collective.csv gets every ran
 repetition; run.json's results.collective the per-size statistics and bandwidths (bench.schema:
 summarize_collective, bus_bandwidth).
 
-Each framework with a collective has a module bench/collectives/<framework>.py (it may import its
-framework, as bench/frameworks/<era>/<framework>.py does) with:
+Each framework with a collective declares it (Era.collective in bench/frameworks/<framework>/__init__.py,
+whence SUPPORT) and has a module bench/collectives/<framework>.py (it may import its
+framework, as bench/frameworks/<framework>/<era>.py does) with:
 
     BACKENDS: {device: backend name}
     versions() -> dict                                   # what was imported
@@ -33,18 +34,18 @@ import time
 from pathlib import Path
 from typing import Optional
 
-from bench import loopback, measurement, schema
+from bench import measurement, schema
 from bench.errors import UsageError
+from bench.frameworks import capabilities
 
 FAMILY = schema.COLLECTIVE_FAMILY
 OPS = ("all_reduce",)
 DTYPES = ("float32",)
 KEYS = ("op", "dtype", "ranks", "sizes")
-# Frameworks with a module here, and the eras they are written for (today's torch.distributed API).
-FRAMEWORKS = ("pytorch",)
-ERAS = ("current",)
-SUPPORT = loopback.Support(FRAMEWORKS, ERAS, "has no collective module (bench/collectives)",
-                           "the collective modules are written", "collective runs")
+# Frameworks with a module here, and the eras they are written for (their declarations' `collective`: today's
+# torch.distributed API).
+SUPPORT = capabilities.Feature(lambda framework, can: can.collective, "has no collective module (bench/collectives)",
+                               "the collective modules are written", "collective runs")
 # Where a run's ranks leave their times before the run gathers them into collective.csv.
 SCRATCH = ".ranks"
 

@@ -1,26 +1,37 @@
-"""Framework modules, found by convention: bench/frameworks/<era>/<name>.py is framework <name> of that era.
+"""Framework packages, found by convention: bench/frameworks/<name>/ is framework <name>.
 
-Each module translates a workload spec (the resolved spec of a run request) into that framework's
-idiomatic model and training loop, building the layers bench/modelplan.py planned. It exposes:
+Each package declares what its modules can do once, in its __init__.py (CAPABILITIES, a
+bench/frameworks/capabilities.py record: per era its protocols, layer types, performance switches, BLAS
+backends, data-parallel training, collectives; its packages), and holds one module per era,
+bench/frameworks/<name>/<era>.py. A module named <era>_<anything>.py in a package is a helper of that era
+(keras/current_optimizers.py); common.py holds what every module shares. Each era module translates a
+workload spec (the resolved spec of a run request) into that framework's idiomatic model and training loop,
+building the layers bench/modelplan.py planned. It exposes:
 
     NAME: str
-    PACKAGE: str                                 # the key of versions() that is the framework's version
+    PACKAGE: str                                 # CAPABILITIES.package: the key of versions() that is the version
     def versions() -> dict                       # package -> version actually imported
     def make_trainer(spec, data, device, seed) -> a Trainer
 
-Era `current` holds today's releases (CPython 3.11); era `paper` the versions a study used
-(CPython 3.6). Modules whose name starts with '_' are helpers, not frameworks. The entrypoint
-owns the epoch loop (or the iterations protocol's step loop), the clocks and the artifacts; a
-Trainer only computes. This package itself is
-CPython 3.6-clean and imports no framework.
+Era `current` holds today's releases (CPython 3.11; they may use anything their framework's environment
+offers and are the only files exempt from the payload's CPython 3.6 gate, images/compat.py). Era `paper`
+holds the versions a study used (DLBench Table 2: TensorFlow 1.11 graph mode, Keras 2.2.4, PyTorch 0.4.1,
+MXNet 1.3.0 Gluon, Chainer 4.5.0, Theano 1.0.2) on CPython 3.6, written with their versions' APIs,
+NumPy 1.14-era APIs and imports of their own framework only; they keep the same contract. The entrypoint
+owns the epoch loop (or the iterations protocol's step loop), the clocks and the artifacts; a Trainer only
+computes. This package itself and every declaration are CPython 3.6-clean and import no framework.
 """
 
+import functools
 import importlib
 from pathlib import Path
 from types import ModuleType
-from typing import List, Optional, Tuple
+from typing import TYPE_CHECKING, List, Optional, Tuple
 
 from bench.errors import UsageError
+
+if TYPE_CHECKING:  # the record types; importing them here would load bench.modelplan with every framework module
+    from bench.frameworks.capabilities import Capabilities
 
 ERAS = ("current", "paper")
 HERE = Path(__file__).parent
@@ -30,8 +41,9 @@ class Trainer:
     """What the entrypoint needs from a framework: build once, then epochs and evaluations.
 
     Framework modules return objects with these methods (duck-typed; this class documents them).
-    step() is needed only by the iterations protocol (bench/iterations.py); a trainer without it
-    fails such a run with a message naming its framework and era.
+    step() is needed only by the iterations protocol (bench/iterations.py), infer() only by the inference
+    protocol (bench/inference.py); the framework's declaration says which era has them, so the planner refuses
+    the others' runs, and a trainer without one still fails such a run with a message naming its framework and era.
     """
 
     def param_count(self) -> int:
@@ -83,9 +95,25 @@ class NonFiniteLoss(RuntimeError):
     """Training produced a NaN or infinite loss; the run is recorded as failed with cause 'nan'."""
 
 
+@functools.lru_cache(maxsize=None)
+def discovered() -> Tuple[str, ...]:
+    """Every framework package (a folder of this package with an __init__.py), sorted."""
+    return tuple(sorted(p.parent.name for p in HERE.glob("*/__init__.py") if not p.parent.name.startswith("_")))
+
+
+def declaration(name: str) -> "Capabilities":
+    """Framework `name`'s capability declaration (its package's CAPABILITIES: bench/frameworks/capabilities.py)."""
+    return importlib.import_module(f"{__name__}.{name}").CAPABILITIES
+
+
+def module_era(stem: str) -> Optional[str]:
+    """The era a framework package's module belongs to by its name (<era>.py or <era>_*.py), or None (__init__)."""
+    return next((era for era in ERAS if stem == era or stem.startswith(era + "_")), None)
+
+
 def known_frameworks(era: str = "current") -> List[str]:
     """Every framework with a module in `era`."""
-    return sorted(p.stem for p in (HERE / era).glob("*.py") if not p.stem.startswith("_"))
+    return [name for name in discovered() if (HERE / name / f"{era}.py").exists()]
 
 
 def check_name(name: str, era: str = "current") -> str:
@@ -101,4 +129,4 @@ def check_name(name: str, era: str = "current") -> str:
 
 def load(name: str, era: str = "current") -> ModuleType:
     """Import the module of framework `name` in `era` (inside that framework's environment)."""
-    return importlib.import_module(f"bench.frameworks.{era}.{check_name(name, era)}")
+    return importlib.import_module(f"bench.frameworks.{check_name(name, era)}.{era}")

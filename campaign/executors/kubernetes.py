@@ -14,19 +14,19 @@ A batch (`<campaign_dir>/batches/<batch>/`: runs.txt, requests/<run_id>.json) be
   orphans, as docker's init does) and the memory limit its requests record (environment.limits, the
   docker runner's: MEMORY, else the planning host's memory less its reserve, which a smaller node
   cannot schedule: set MEMORY for the cluster). A pod spec has no pids limit (the node's kubelet sets
-  podPidsLimit): the campaign plans these runs with pids null. The data claim is mounted read-only at
-  /data (its root is the host's data root; a request's data.path is relative to it), the results claim's
-  campaign folder at /campaign (the claim's root is the host's results root, the parent of
+  podPidsLimit): the campaign plans these runs with pids null. The data PVC (PersistentVolumeClaim) is
+  mounted read-only at /data (its root is the host's data root; a request's data.path is relative to it),
+  the results PVC's campaign folder at /campaign (the PVC's root is the host's results root, the parent of
   campaign folders). A GPU run's pod asks for one `nvidia.com/gpu` per rank.
 
 The pod's script (POD_SCRIPT) takes line JOB_COMPLETION_INDEX of the Job's run list, skips a run
-already published or claimed by another holder, and takes its claim as campaign/claims.py does
-(`.claims/<run_id>`, created exclusively, its holder named, touched every HEARTBEAT_S so it never
-looks stale while the run is in flight). It writes `<run_id>.partial/` (request.json first), runs
-`python -m bench run` into it under the run's time limit, records a run that ended without
+already published or leased to another holder, and takes its lease as campaign/leases.py does
+(`.claims/<run_id>`: leases.LEASES_DIR, created exclusively, its holder named, touched every
+HEARTBEAT_S so it never looks stale while the run is in flight). It writes `<run_id>.partial/`
+(request.json first), runs `python -m bench run` into it under the run's time limit, records a run that ended without
 run.json as failed (timeout, killed, crash: the host's causes, by bench.failures in the image),
-adds executor.json (pod, node, Job, index), renames it to `<run_id>/` and releases the claim. A
-pod that is itself killed (deleted, evicted) leaves `.partial` and a claim that goes stale, so a
+adds executor.json (pod, node, Job, index), renames it to `<run_id>/` and releases the lease. A
+pod that is itself killed (deleted, evicted) leaves `.partial` and a lease that goes stale, so a
 resumed campaign runs that run again.
 
 Manifests are validated offline against the API schema of KUBERNETES_VERSION (kubernetes-validate,
@@ -45,7 +45,7 @@ from pathlib import Path, PurePosixPath
 
 from bench import atomic
 from bench.errors import UsageError
-from campaign import claims
+from campaign import leases
 from campaign.execute import DEFAULT_TIMEOUT_S
 from campaign.plan import PlannedRun
 from campaign.runners import TMP_BYTES, request_limits
@@ -70,18 +70,18 @@ if [ -z "$line" ]; then echo "dlrepro: no run for completion index $JOB_COMPLETI
 run_id=${line%% *}
 campaign=$DLREPRO_CAMPAIGN_DIR
 partial="$campaign/$run_id.partial"
-claim="$campaign/.claims/$run_id"
+lease="$campaign/.claims/$run_id"
 if [ -e "$campaign/$run_id/run.json" ]; then echo "dlrepro: run $run_id is done already"; exit 0; fi
-# The claim as campaign/claims.py makes it: created exclusively, naming its holder, kept fresh.
+# The lease as campaign/leases.py makes it: created exclusively, naming its holder, kept fresh.
 mkdir -p "$campaign/.claims"
 token=$(cat /proc/sys/kernel/random/uuid)
 if ! (set -C; printf '{"executor": "kubernetes", "executor_id": "%s", "host": "%s", '\
 '"pid": %s, "since": "%s", "token": "%s"}\n' "${POD_NAME:-}" "${HOSTNAME:-${POD_NAME:-pod}}" "$$" \
-    "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$token" > "$claim") 2>/dev/null
+    "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$token" > "$lease") 2>/dev/null
 then
-  echo "dlrepro: run $run_id is claimed by another executor; skipped"; exit 0
+  echo "dlrepro: run $run_id is leased to another executor; skipped"; exit 0
 fi
-(while sleep "$DLREPRO_HEARTBEAT_S"; do touch "$claim" || exit 0; done) >/dev/null 2>&1 &
+(while sleep "$DLREPRO_HEARTBEAT_S"; do touch "$lease" || exit 0; done) >/dev/null 2>&1 &
 beat=$!
 rm -rf "$partial"
 mkdir "$partial"
@@ -111,7 +111,7 @@ printf '{"batch": "%s", "completion_index": %s, "executor": "kubernetes", '\
 '"executor_id": "%s", "job": "%s", "node": "%s"}\n' "${DLREPRO_BATCH#batches/}" \
   "$JOB_COMPLETION_INDEX" "${POD_NAME:-}" "${DLREPRO_JOB:-}" "${NODE_NAME:-}" > "$partial/executor.json"
 mv -T "$partial" "$campaign/$run_id"
-if grep -q "$token" "$claim" 2>/dev/null; then rm -f "$claim"; fi
+if grep -q "$token" "$lease" 2>/dev/null; then rm -f "$lease"; fi
 echo "dlrepro: run $run_id published"
 """
 
@@ -123,7 +123,7 @@ def _positive(name: str, value) -> None:
 
 @dataclass(frozen=True)
 class KubernetesSettings:
-    """Where a batch runs: the namespace, the two claims and the host folders their roots hold
+    """Where a batch runs: the namespace, the two PVCs and the host folders their roots hold
     (`results_root`: the parent of campaign folders; `data_root`: the folder with prepared/ in it),
     pods at once, the per-run time limit (None: none) and how long finished Jobs are kept."""
 
@@ -183,7 +183,7 @@ def _under(path: Path, root: Path, what: str, setting: str) -> str:
         relative = PurePosixPath(Path(path).resolve().relative_to(Path(root).resolve()))
     except ValueError:
         raise UsageError(f"{what} {path} is not under the {setting} {root}",
-                         f"set the {setting} to the host folder the claim's root holds") from None
+                         f"set the {setting} to the host folder the PVC's root holds") from None
     if not _SHELL_SAFE.fullmatch(str(relative)):
         raise UsageError(f"{what} {path} has characters a pod path cannot take ({relative})",
                          "use letters, digits, '.', '_' and '-' in folder names")
@@ -191,7 +191,7 @@ def _under(path: Path, root: Path, what: str, setting: str) -> str:
 
 
 def data_subpath(data: dict, data_root: Path) -> str:
-    """A request's data folder relative to the data claim's root: its data.path (relative to the data root;
+    """A request's data folder relative to the data PVC's root: its data.path (relative to the data root;
     one of an older request, absolute, must lie under `data_root`); '.' for data generated in the run (the
     root stands in, unread)."""
     path = data["path"]
@@ -262,7 +262,7 @@ def job(runs: list[PlannedRun], campaign_subpath: str, batch: str, settings: Kub
     name = object_name(campaign, batch, framework if gpus <= 1 else f"{framework}-{gpus}gpus")
     env = {"DLREPRO_RUNS": "\n".join(lines), "DLREPRO_CAMPAIGN_DIR": CAMPAIGN_MOUNT,
            "DLREPRO_BATCH": f"batches/{batch}", "DLREPRO_DATA_ROOT": DATA_MOUNT, "DLREPRO_JOB": name,
-           "DLREPRO_HEARTBEAT_S": str(int(claims.HEARTBEAT_S)),
+           "DLREPRO_HEARTBEAT_S": str(int(leases.HEARTBEAT_S)),
            "HOME": "/tmp", "TMPDIR": "/tmp", "PYTHONUNBUFFERED": "1"}
     if settings.timeout_s is not None:
         env["DLREPRO_TIMEOUT_S"] = str(math.ceil(settings.timeout_s))

@@ -3,7 +3,7 @@ GPU count: a data-parallel GPU run over k ranks asks for k GPUs).
 
 The host plans the campaign as for a local one, then writes a batch (campaign/batch.py) and a
 readable sbatch script beside it (`<campaign>/batches/slurm-.../job.sbatch`), and submits it: task
-i runs `python -m campaign task` on line i of runs.txt (campaign/task.py), which claims, runs and
+i runs `python -m campaign task` on line i of runs.txt (campaign/task.py), which leases, runs and
 publishes the run exactly as a local campaign does, on the shared filesystem. The host then waits
 (printing progress and each run's outcome as it lands) or returns at once; either way the same
 command run again collects what ended and submits only what is missing: runs still pending or
@@ -26,7 +26,7 @@ from pathlib import Path
 from bench import atomic, schema
 from bench.errors import UsageError
 from campaign import batch as batches
-from campaign import claims, execute
+from campaign import execute, leases
 from campaign.plan import PlannedRun
 
 SCRIPT_FILE = "job.sbatch"
@@ -161,13 +161,13 @@ def _tail(path: Path, chars: int = 400) -> str:
 
 def record_lost(b: batches.Batch, index: int, state: str | None) -> dict | None:
     """Publish a failed run.json for array task `index`, which ended without publishing its run
-    (its claim is taken first: nobody else may be running it). None when there is nothing to record."""
+    (its lease is taken first: nobody else may be running it). None when there is nothing to record."""
     run = b.planned(index)
     cdir = b.campaign_dir
     if (cdir / run.run_id / schema.RUN_FILE).exists():
         return None
-    claim = claims.take(cdir, run.run_id, "slurm-collector")
-    if claim is None:
+    lease = leases.take(cdir, run.run_id, "slurm-collector")
+    if lease is None:
         return None
     try:
         partial = cdir / f"{run.run_id}.partial"
@@ -185,7 +185,7 @@ def record_lost(b: batches.Batch, index: int, state: str | None) -> dict | None:
         partial.rename(cdir / run.run_id)
         return record
     finally:
-        claim.release()
+        lease.release()
 
 
 def collect(campaign_dir: Path) -> set[str]:
@@ -206,8 +206,8 @@ def collect(campaign_dir: Path) -> set[str]:
         if index in states[job]:
             waiting.add(run_id)
             continue
-        info = claims.read(campaign_dir, run_id)
-        if info is not None and not claims.is_stale(info):
+        info = leases.read(campaign_dir, run_id)
+        if info is not None and not leases.is_stale(info):
             waiting.add(run_id)  # its task is winding down (publishing) right now
             continue
         record = record_lost(b, index, task_state(job, index))

@@ -113,7 +113,8 @@ def test_profile_departures_read_the_workload_specs() -> None:
     s2s = found["seq2seq-manythings: quick profile's optimizer"]
     assert "model" not in s2s.stated and "adam (lr 0.01)" in s2s.kit  # the model is the paper's
     for d in found.values():
-        assert d.sources[0].where.startswith("campaign/workloads/") and (REPO / d.sources[0].where).is_file()
+        where = d.sources[0].where
+        assert where.startswith("studies/") and "/workloads/" in where and (REPO / where).is_file()
     assert ptb.concerns({"framework": "keras", "workload": "lstm-ptb", "device": "cpu", "profile": "quick"})
     assert not ptb.concerns({"framework": "keras", "workload": "lstm-ptb", "device": "cpu", "profile": "paper"})
     assert not ptb.concerns({"framework": "keras", "workload": "lstm-imdb", "device": "cpu", "profile": "quick"})

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
+import studies
 from analysis import analyze
-from analysis.studies import CLAIMS
 from tests.analysis.test_analysis import build_campaign, build_cpu_gpu_campaigns
 from tests.runfactory import make_run
 
@@ -105,7 +105,7 @@ def test_report_renders_in_headless_chromium(tmp_path: Path) -> None:
     # The claims: a row of the claims table per claim this campaign set decides, a line per claim it
     # cannot decide; every registered claim is in one or the other.
     assert scan.claims_tables == 1 and scan.claims_rows >= 1
-    assert scan.claims_rows + dom.count('<span class="tag claim">') == len(CLAIMS)
+    assert scan.claims_rows + dom.count('<span class="tag claim">') == len(studies.claims())
     assert dom.index('id="what-reproduced"') < dom.index('id="runs-overview"')
     assert "pytorch-lstm-imdb-cpu-r2 (failed)" in dom
     assert re.search(r'<span class="tag reproduced">reproduced</span>', dom)

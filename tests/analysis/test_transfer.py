@@ -1,7 +1,7 @@
 """What transfers across hardware (orders, relative times, speedups, tolerance) and the per-campaign
 statistics (Wilcoxon pairs, Pearson per run, bootstrap per cell) on hand-made run tables.
 
-Published values are those of analysis/reference (DLBench CPU MNIST from the authors' logs:
+Published values are those of studies/dlbench/reference (DLBench CPU MNIST from the authors' logs:
 TensorFlow 426.0 s, Keras 449.1 s, PyTorch 1655.9 s; the paper: Keras 360 s CPU, 63 s GPU).
 """
 

@@ -109,8 +109,8 @@ def test_a_backend_a_framework_cannot_switch_to_is_refused_in_one_line(env, fram
 
 
 def test_every_framework_that_can_switch_can_reach_each_of_its_values():
-    for framework, table in blas_backends.BACKENDS.items():
-        for value in table:
+    for framework in blas_backends.FEATURE.frameworks("current"):
+        for value in blas_backends.backends(framework):
             assert blas_backends.refusal(framework, "current", value) is None
     assert blas_backends.values() == ["onednn", "eigen", "openblas", "reference", "mkl"]
 
@@ -153,7 +153,7 @@ def test_theano_runs_at_openblas_and_reference_load_the_blas_each_asked_for(tmp_
     assert not {lib["filepath"] for lib in reference} & runs["openblas"][1]  # never loaded by the OpenBLAS run
     assert records["reference"]["device_used"]["threads"]["openblas"] is None
     flags = {v: r["device_used"]["theano_config"]["blas.ldflags"] for v, r in records.items()}
-    assert flags == {v: blas_backends.BACKENDS["theano"][v].ldflags for v in flags}
+    assert flags == {v: blas_backends.backends("theano")[v].ldflags for v in flags}
     assert {v: blas_loaded(r["environment"]) for v, r in records.items()} == {"openblas": "openblas",
                                                                               "reference": "other"}
     assert {v: r["config"]["sweep"] for v, r in records.items()} == {v: {"blas": v} for v in records}

@@ -9,7 +9,7 @@ import pytest
 
 from bench import inference, measurement, modelplan, schema
 from bench.errors import UsageError
-from bench.frameworks import NonFiniteLoss
+from bench.frameworks import NonFiniteLoss, capabilities
 from campaign import plan, specs, study
 from tests.plancount import trainable
 from tests.runrecord import minimal_request
@@ -165,14 +165,15 @@ def test_a_features_model_must_end_with_a_vector_and_name_a_known_output():
 def test_the_planner_refuses_frameworks_without_the_hook_in_one_line(monkeypatch):
     spec = study.apply_point(_features_spec(), {}, study.experiment("ilkarman-features-cpu").measurement_for("paper"))
     assert inference.is_inference(spec)
-    for framework in inference.FRAMEWORKS:
+    for framework in inference.SUPPORT.frameworks("current"):
         assert plan.refusal(framework, "current", spec, {}) is None
-    why = plan.refusal("pytorch", "paper", spec, {})
+    why = inference.refusal("pytorch", "paper")
     assert why.startswith("the inference protocol's forward-pass hook is written for the current era, not paper")
-    monkeypatch.setattr(inference, "SUPPORT", inference.loopback.Support(
-        ("pytorch",), inference.ERAS, inference.SUPPORT.lacks, inference.SUPPORT.written,
-        inference.SUPPORT.runs))
-    monkeypatch.setattr(inference, "FRAMEWORKS", ("pytorch",))
+    real = inference.SUPPORT
+    only_pytorch = capabilities.Feature(lambda framework, can: framework == "pytorch" and real.has(framework, can),
+                                        real.lacks, real.written, real.runs)
+    monkeypatch.setattr(inference, "SUPPORT", only_pytorch)
+    monkeypatch.setitem(plan.PROTOCOL_HOOKS, measurement.INFERENCE, only_pytorch)
     why = plan.refusal("theano", "current", spec, {})
     assert why == ("theano has no forward-pass hook (Trainer.infer: bench/inference.py); inference runs go with "
                    "FRAMEWORKS=pytorch and ERA=current")

@@ -1,6 +1,5 @@
 """bench/loopback.py: real rank processes started and gathered by run_ranks (their results by rank, the
-environment they start with, a failed rank ending the others at once and naming itself), and the one-line
-refusals of a multi-rank feature (Support)."""
+environment they start with, a failed rank ending the others at once and naming itself)."""
 
 from __future__ import annotations
 
@@ -11,7 +10,6 @@ import time
 import pytest
 
 from bench import loopback
-from bench.errors import UsageError
 
 VAR = "DLREPRO_TEST_LOOPBACK"
 
@@ -52,25 +50,3 @@ def test_when_a_rank_fails_the_others_are_ended_at_once_and_its_message_is_raise
     assert failed.results == {0: {"rank": 0, "error": "rank 0: ValueError: boom", "error_type": "ValueError"}}
     assert failed.raised("ValueError") and not failed.raised("NonFiniteLoss")
     assert isinstance(failed, RuntimeError)  # the run records it as a crash
-
-
-SUPPORT = loopback.Support(("pytorch",), ("current",), "has no widget (bench/widget.py)", "widgets are written",
-                           "widget runs")
-
-
-@pytest.mark.parametrize("framework, era, why", [
-    ("pytorch", "current", None),
-    ("mxnet", "current", "mxnet has no widget (bench/widget.py)"),
-    ("pytorch", "paper", "widgets are written for the current era, not paper"),
-])
-def test_a_feature_refuses_other_frameworks_and_eras_in_one_line(framework, era, why):
-    assert SUPPORT.refusal(framework, era) == why
-    assert SUPPORT.plan_refusal(framework, era) == (
-        why and f"{why}; widget runs go with FRAMEWORKS=pytorch and ERA=current")
-    if why is None:
-        SUPPORT.require(framework, era, "it cannot widget", "run it")
-        return
-    with pytest.raises(UsageError) as caught:
-        SUPPORT.require(framework, era, "it cannot widget", "run it")
-    assert caught.value.problem == f"{why}: it cannot widget"
-    assert caught.value.fix == "run it with FRAMEWORKS=pytorch and ERA=current"

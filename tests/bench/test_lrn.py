@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from bench import modelplan
+from bench.frameworks.capabilities import PAPER_LAYER_TYPES
 from bench.modelplan import IMAGE, Shape, SpecError
 from tests.bench import lrnprobe
 from tests.bench.frameworks import check
@@ -89,10 +90,10 @@ def test_lrn_inside_residual_and_concat_branches():
 
 def test_the_paper_era_refuses_lrn_in_one_line():
     model = modelplan.plan(_spec([{"type": "lrn"}]))
-    assert modelplan.untranslated(model, modelplan.ERA_LAYER_TYPES["paper"]) == ["lrn"]
+    assert modelplan.untranslated(model, PAPER_LAYER_TYPES) == ["lrn"]
     with pytest.raises(SpecError, match=r"^theano \(paper era\) does not translate lrn \(only conv2d, .*\); run this "
                                         r"workload in the current era$"):
-        modelplan.require(model, modelplan.ERA_LAYER_TYPES["paper"], "theano (paper era)")
+        modelplan.require(model, PAPER_LAYER_TYPES, "theano (paper era)")
 
 
 @pytest.mark.parametrize(("layer", "message"), [

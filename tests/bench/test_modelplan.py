@@ -7,6 +7,7 @@ import copy
 import pytest
 
 from bench import modelplan
+from bench.frameworks.capabilities import PAPER_LAYER_TYPES
 from bench.modelplan import IMAGE, SEQUENCE, TOKENS, VECTOR, Pads, Shape, SpecError
 from campaign import specs
 from tests.plancount import trainable
@@ -497,7 +498,7 @@ def test_concat_needs_an_image_input():
 
 
 def test_the_paper_era_names_what_it_does_not_translate():
-    paper = modelplan.ERA_LAYER_TYPES["paper"]
+    paper = PAPER_LAYER_TYPES
     assert modelplan.untranslated(modelplan.plan(specs.load("cnn-mnist")), paper) == []
     resnet = modelplan.plan(specs.load("resnet56-cifar10"))
     missing = ["activation", "batchnorm", "global_avgpool", "residual", "conv2d with bias = false"]
@@ -549,6 +550,6 @@ def test_a_gru_needs_a_sequence_and_the_paper_era_refuses_it():
     with pytest.raises(SpecError, match=r"layer 0: gru needs a sequence input \(got tokens \(\)\)"):
         modelplan.plan(spec)
     model = modelplan.plan(specs.load("gru-imdb"))
-    assert modelplan.untranslated(model, modelplan.ERA_LAYER_TYPES["paper"]) == ["gru"]
+    assert modelplan.untranslated(model, PAPER_LAYER_TYPES) == ["gru"]
     with pytest.raises(SpecError, match=r"^keras \(paper era\) does not translate gru "):
-        modelplan.require(model, modelplan.ERA_LAYER_TYPES["paper"], "keras (paper era)")
+        modelplan.require(model, PAPER_LAYER_TYPES, "keras (paper era)")

@@ -30,7 +30,7 @@ def test_names_that_could_leave_their_folder_or_hide_are_refused_in_one_line(nam
 
 @pytest.mark.parametrize("name", ["../workloads/cnn-mnist", "../studies/shi", "/etc/passwd"])
 def test_a_workload_name_is_not_a_path(name):
-    # b68cc0f: WORKLOADS=../workloads/cnn-mnist read campaign/workloads/cnn-mnist.toml by way of a path.
+    # b68cc0f: WORKLOADS=../workloads/cnn-mnist read the workloads folder's cnn-mnist.toml by way of a path.
     with pytest.raises(UsageError, match=rf"^unknown workload '{name}'; choose from: "):
         specs.load(name)
 

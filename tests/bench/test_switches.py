@@ -11,6 +11,7 @@ import pytest
 
 from bench import schema, switches
 from bench.errors import UsageError
+from bench.frameworks import capabilities
 from images import envs
 from tests.procmaps import run_watched
 from tests.sweepruns import data_root, sweep_requests
@@ -22,12 +23,13 @@ AUTOTUNE, RNN, LAYOUT = switches.AUTOTUNE, switches.RNN_KERNEL, switches.LAYOUT
 def _clean_env(monkeypatch: pytest.MonkeyPatch):
     """No switch variable set, and this process's environment restored after the test (apply() writes os.environ,
     which the runs of later tests would inherit)."""
-    for axis, switch in switches.SWITCHES.items():
+    for axis in switches.SWITCHES:
         monkeypatch.delenv(switches.flag(axis), raising=False)
-        for by_value in switch.frameworks.values():
-            for env in by_value.values():
-                for var in env:
-                    monkeypatch.delenv(var, raising=False)
+        for decl in capabilities.every().values():
+            for era in decl.eras.values():
+                for env in era.switches.get(axis, {}).values():
+                    for var in env:
+                        monkeypatch.delenv(var, raising=False)
     saved = dict(os.environ)
     yield
     os.environ.clear()
@@ -104,7 +106,7 @@ def test_the_plain_gru_is_the_fused_ones_parameters_stepped_by_its_cell(tmp_path
     records = _records(tmp_path, framework, "gru-imdb", RNN, ["fused", "plain"], "imdb")
     kernels = {v: r["device_used"]["kernels"]["gru"] for v, r in records.items()}
     assert kernels["plain"].startswith(plain) and "fused" in kernels["fused"], kernels
-    # 693,302 by hand (campaign/workloads/gru-imdb.toml): the same parameters either way.
+    # 693,302 by hand (studies/ilkarman/workloads/gru-imdb.toml): the same parameters either way.
     assert {v: r["model"]["trainable_params"] for v, r in records.items()} == {"fused": 693_302, "plain": 693_302}
 
 
@@ -119,4 +121,4 @@ def test_keras_plain_gru_is_its_loop_without_cudnn(tmp_path):
 def test_pytorch_trains_the_cnn_with_channels_last_convolutions(tmp_path):
     (record,) = _records(tmp_path, "pytorch", "cnn-cifar10-ilkarman", LAYOUT, ["channels_last"], "cifar10").values()
     assert record["device_used"]["kernels"]["conv2d"].endswith(", channels_last)")
-    assert record["model"]["trainable_params"] == 3_441_592  # campaign/workloads/cnn-cifar10-ilkarman.toml
+    assert record["model"]["trainable_params"] == 3_441_592  # studies/ilkarman/workloads/cnn-cifar10-ilkarman.toml

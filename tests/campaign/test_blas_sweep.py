@@ -11,6 +11,7 @@ import pytest
 from bench.errors import UsageError
 from campaign import plan, study
 from tests.campaign.scriptrunner import ScriptRunner, prepared_mnist
+from tests.studies.folders import add_study
 
 
 @pytest.fixture(autouse=True)
@@ -21,9 +22,8 @@ def _fresh_cache():
 
 
 def _experiment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sweep: str) -> study.Experiment:
-    (tmp_path / "s.toml").write_text('[study]\ntitle = "S"\nclaims = "S"\n\n[experiments.s-cpu]\ndevice = "cpu"\n'
-                                     f'workloads = ["cnn-mnist"]\nsweep = {{ {sweep} }}\n')
-    monkeypatch.setattr(study, "STUDIES_DIR", tmp_path)
+    add_study(monkeypatch, tmp_path / "studies", "s",
+              f'[experiments.s-cpu]\ndevice = "cpu"\nworkloads = ["cnn-mnist"]\nsweep = {{ {sweep} }}\n')
     return study.experiment("s-cpu")
 
 

@@ -119,7 +119,7 @@ def tree(*folders: Path) -> dict[str, list[str]]:
 
 @pytest.mark.parametrize("name", ["..", "../clitest-sibling", "/tmp/clitest-absolute", ".hidden", "a/b"])
 def test_a_campaign_name_that_is_not_a_plain_name_is_refused_and_nothing_is_written(name):
-    # b68cc0f: runs, claims and reports went to results/.. and reports/.. (the repository root), results/../x, or
+    # b68cc0f: runs, leases and reports went to results/.. and reports/.. (the repository root), results/../x, or
     # (campaign run) the absolute path itself.
     watched = tree(REPO, REPO / "results", REPO / "reports")
     line = f"error: CAMPAIGN must be a plain name ({PLAIN_RULE}), got '{name}'; set e.g. CAMPAIGN=my-campaign"

@@ -14,7 +14,7 @@ import pytest
 
 from bench import request, schema
 from bench.errors import UsageError
-from campaign import claims, execute, plan
+from campaign import execute, leases, plan
 from campaign.runners import Outcome, gpu_slots
 from tests.campaign.scriptrunner import ScriptRunner, planned, prepared_mnist
 
@@ -173,7 +173,7 @@ def test_a_run_needing_more_gpus_than_the_campaign_has_is_left_out_in_one_line(t
     out = capsys.readouterr().out
     assert f"({runs[2].run_id}): needs 4 GPUs, this campaign has 2 (GPUS=...); left out" in out
     assert not (tmp_path / "results" / "t" / runs[2].run_id).exists()
-    assert not list((tmp_path / "results" / "t").glob(f"*{runs[2].run_id}*"))  # not even claimed
+    assert not list((tmp_path / "results" / "t").glob(f"*{runs[2].run_id}*"))  # not even leased
 
 
 def test_a_cpu_campaign_still_runs_one_at_a_time(tmp_path):
@@ -214,34 +214,34 @@ def test_stopping_a_campaign_with_runs_in_flight_kills_them_and_publishes_none(t
     assert execute.execute(runs, ScriptRunner("ok"), cdir, 60, slots=gpu_slots(FOUR_GPUS[:2]))["ok"] == 2
 
 
-# --- What is left out: done, or claimed by a live holder (the same for a campaign and a scheduler) --
+# --- What is left out: done, or leased to a live holder (the same for a campaign and a scheduler) --
 
 def test_a_campaign_and_a_scheduler_leave_out_the_same_runs_and_say_why(tmp_path, capsys):
     runs = planned(tmp_path, ScriptRunner("ok"), repeats=4)
     cdir = tmp_path / "results" / "t"
     execute.execute(runs[:1], ScriptRunner("ok"), cdir, 10)  # run 0: done
     capsys.readouterr()
-    live = claims.take(cdir, runs[1].run_id, "slurm", "12_3")  # run 1: in flight elsewhere
+    live = leases.take(cdir, runs[1].run_id, "slurm", "12_3")  # run 1: in flight elsewhere
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    stale = claims.claim_path(cdir, runs[2].run_id)  # run 2: its holder died; run 3: never claimed
+    stale = leases.lease_path(cdir, runs[2].run_id)  # run 2: its holder died; run 3: never leased
     stale.write_text(json.dumps({"token": "old", "host": socket.gethostname(), "pid": int(dead.stdout)}))
     try:
         assert execute.missing_runs(runs, cdir, False) == runs[2:]
         looked = capsys.readouterr().out
         assert execute.missing_runs(runs, cdir, False, waiting={runs[3].run_id}) == runs[2:3]
         capsys.readouterr()
-        got = [execute.claim_missing(run, cdir, False, f"[{i}/4] {run.label} ({run.run_id})")
+        got = [execute.lease_missing(run, cdir, False, f"[{i}/4] {run.label} ({run.run_id})")
                for i, run in enumerate(runs, 1)]
         took = capsys.readouterr().out
-        assert got[:2] == ["done", "elsewhere"] and all(isinstance(c, claims.Claim) for c in got[2:])
-        assert stale.exists() and got[2].still_ours()  # the dead holder's claim was broken and taken over
+        assert got[:2] == ["done", "elsewhere"] and all(isinstance(c, leases.Lease) for c in got[2:])
+        assert stale.exists() and got[2].still_ours()  # the dead holder's lease was broken and taken over
         for out in (looked, took):
             assert f"({runs[0].run_id}): done earlier (ok), skipped" in out
             assert f"({runs[1].run_id}): running elsewhere (host {socket.gethostname()} pid {os.getpid()} " \
                    "(slurm 12_3)), left to it" in out
             assert runs[2].run_id not in out and runs[3].run_id not in out
-        for claim in got[2:]:
-            claim.release()
+        for lease in got[2:]:
+            lease.release()
     finally:
         live.release()
 

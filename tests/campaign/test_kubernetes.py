@@ -19,7 +19,7 @@ import yaml
 
 from bench import schema
 from bench.errors import UsageError
-from campaign import claims
+from campaign import leases
 from campaign.executors import kubernetes as k8s
 from campaign.plan import PlannedRun
 from tests.runrecord import minimal_request
@@ -168,7 +168,7 @@ def test_the_network_policy_denies_all_traffic_of_exactly_the_batch_pods(objects
         assert not any(selects(j["spec"]["template"]["metadata"]["labels"]) for j in jobs(other))
 
 
-def test_folders_outside_the_claims_roots_and_bad_settings_stop_with_the_fix(tmp_path):
+def test_folders_outside_the_pvcs_roots_and_bad_settings_stop_with_the_fix(tmp_path):
     elsewhere = tmp_path / "elsewhere" / "batches" / "b"
     with pytest.raises(UsageError, match=r"campaign folder .* is not under the results root .*; set the results root"):
         k8s.manifests(runs_of(tmp_path), elsewhere, settings(tmp_path))
@@ -202,9 +202,9 @@ FAKE_PYTHON = """#!/bin/sh
 if [ "$1" = "-" ]; then exec "$REAL_PYTHON" "$@"; fi
 echo "$*" >> "$FAKE_CALLS"
 echo "epoch 1 loss 0.5"
-if [ -n "${FAKE_CLAIM:-}" ]; then
-  touch -d @0 "$FAKE_CLAIM"; sleep 2.5
-  stat -c %Y "$FAKE_CLAIM" > "$FAKE_CLAIM.seen"; cat "$FAKE_CLAIM" >> "$FAKE_CLAIM.seen"
+if [ -n "${FAKE_LEASE:-}" ]; then
+  touch -d @0 "$FAKE_LEASE"; sleep 2.5
+  stat -c %Y "$FAKE_LEASE" > "$FAKE_LEASE.seen"; cat "$FAKE_LEASE" >> "$FAKE_LEASE.seen"
 fi
 if [ -n "${FAKE_SLEEP:-}" ]; then exec sleep "$FAKE_SLEEP"; fi
 if [ -n "${FAKE_CRASH:-}" ]; then echo boom; exit 3; fi
@@ -244,7 +244,7 @@ def pod(tmp_path):
     return [r.run_id for r in runs], campaign, run
 
 
-def test_the_pod_runs_the_run_of_its_index_publishes_it_and_releases_its_claim(pod, tmp_path):
+def test_the_pod_runs_the_run_of_its_index_publishes_it_and_releases_its_lease(pod, tmp_path):
     ids, campaign, run = pod
     done = run(1)
     assert done.returncode == 0, done.stderr
@@ -258,33 +258,33 @@ def test_the_pod_runs_the_run_of_its_index_publishes_it_and_releases_its_claim(p
     assert json.loads((final / "executor.json").read_text()) == {
         "batch": "kubernetes-1", "completion_index": 1, "executor": "kubernetes", "node": "gpu-node-3",
         "executor_id": "dlrepro-gpu-cnn-kubernetes-1-keras-1-x7k2p", "job": "dlrepro-gpu-cnn-kubernetes-1-keras"}
-    assert claims.read(campaign, ids[1]) is None and not (campaign / f"{ids[1]}.partial").exists()
+    assert leases.read(campaign, ids[1]) is None and not (campaign / f"{ids[1]}.partial").exists()
     assert not (campaign / ids[0]).exists() and not (campaign / ids[2]).exists()
     again = run(1)  # a second pod for the same index (a retry, another executor): skips, runs nothing
     assert again.returncode == 0 and f"run {ids[1]} is done already" in again.stdout
     assert len((tmp_path / "calls").read_text().splitlines()) == 1
 
 
-def test_the_pod_holds_a_claim_campaign_claims_reads_and_keeps_it_fresh(pod, tmp_path):
+def test_the_pod_holds_a_lease_campaign_leases_reads_and_keeps_it_fresh(pod, tmp_path):
     ids, campaign, run = pod
-    claim = claims.claim_path(campaign, ids[0])
-    done = run(0, DLREPRO_HEARTBEAT_S="1", FAKE_CLAIM=str(claim))  # the run ages its claim, then sleeps
+    lease = leases.lease_path(campaign, ids[0])
+    done = run(0, DLREPRO_HEARTBEAT_S="1", FAKE_LEASE=str(lease))  # the run ages its lease, then sleeps
     assert done.returncode == 0, done.stderr
-    mtime, record = (tmp_path / f"{claim}.seen").read_text().split("\n", 1)
+    mtime, record = (tmp_path / f"{lease}.seen").read_text().split("\n", 1)
     assert int(mtime) > time.time() - 60  # touched again while the run was in flight
     record = json.loads(record)
     assert record["executor"] == "kubernetes" and record["executor_id"].endswith("-0-x7k2p") and record["token"]
-    assert isinstance(record["pid"], int) and not claims.is_stale({**record, "age_s": 0.0})
+    assert isinstance(record["pid"], int) and not leases.is_stale({**record, "age_s": 0.0})
 
 
-def test_the_pod_skips_a_run_another_executor_claimed(pod, tmp_path):
+def test_the_pod_skips_a_run_leased_to_another_executor(pod, tmp_path):
     ids, campaign, run = pod
-    held = claims.take(campaign, ids[2], "slurm", "12_3")
+    held = leases.take(campaign, ids[2], "slurm", "12_3")
     try:
         skipped = run(2)
-        assert skipped.returncode == 0 and f"run {ids[2]} is claimed by another executor; skipped" in skipped.stdout
+        assert skipped.returncode == 0 and f"run {ids[2]} is leased to another executor; skipped" in skipped.stdout
         assert not (tmp_path / "calls").exists() and not (campaign / ids[2]).exists()
-        assert held.still_ours()  # the claim is not overwritten
+        assert held.still_ours()  # the lease is not overwritten
     finally:
         held.release()
 

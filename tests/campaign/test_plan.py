@@ -6,7 +6,8 @@ import pytest
 from bench import request
 from bench.errors import UsageError
 from campaign import plan, requests, specs
-from tests.campaign.scriptrunner import ScriptRunner, planned
+from images.external import ArchiveUnreachable
+from tests.campaign.scriptrunner import ScriptRunner, planned, prepared_mnist
 
 
 def test_run_ids_do_not_depend_on_the_order_of_names():
@@ -93,7 +94,7 @@ def test_generated_data_need_no_dataset_and_no_data_root(tmp_path):
 def test_a_generated_workload_without_row_counts_names_the_fix():
     spec = specs.load("alexnet-s-synthetic")
     spec["data"]["train_subset"] = None
-    with pytest.raises(UsageError, match=r"train_subset and test_subset in every profile; fix campaign/workloads/"
+    with pytest.raises(UsageError, match=r"train_subset and test_subset in every profile; fix studies/shi/workloads/"
                                          r"alexnet-s-synthetic.toml"):
         requests.generated_data(spec)
 
@@ -143,3 +144,57 @@ def test_a_gpu_run_over_several_ranks_needs_one_gpu_per_rank(tmp_path, capsys):
     m = plan.Matrix(("pytorch",), ("lenet-mnist",), "cpu", "smoke", 1, "real",
                     experiment=experiment("shams-scaleup-cpu"))
     assert {r.gpus for r in plan.plan(m, ScriptRunner("ok"), "t3", tmp_path / "r3", tmp_path / "data", 1)} == {0}
+
+
+@pytest.mark.parametrize(("target", "era", "planned"), [
+    ("shams-cpu", "paper", []), ("shams-cpu", "current", ["mxnet", "pytorch"]), (None, "paper", ["mxnet", "pytorch"]),
+])
+def test_a_paper_era_campaign_plans_no_run_its_modules_have_no_protocol_for(tmp_path, capsys, target, era, planned):
+    # The 2018 modules' trainers have no step() (their declarations: bench/frameworks/<fw>/__init__.py): an
+    # iterations experiment is refused per framework at plan time, an epochs one (no target) runs.
+    from campaign.study import experiment
+    from tests.campaign.scriptrunner import prepared_mnist
+
+    prepared_mnist(tmp_path / "data")
+    m = plan.Matrix(("mxnet", "pytorch"), ("lenet-mnist",), "cpu", "smoke", 1, "real", era=era,
+                    experiment=experiment(target) if target else None)
+    runs = plan.plan(m, ScriptRunner("ok"), "t", tmp_path / "r", tmp_path / "data", 1)
+    assert [r.request["framework"] for r in runs] == planned
+    out = capsys.readouterr().out.splitlines()
+    # Only a framework with a run to plan has its environment prepared (an image built): none for a refused one.
+    assert [line.split()[2] for line in out if line.startswith("environment for")] == planned
+    said = [line for line in out if line.startswith("skipping")]
+    assert said == ([] if planned else [
+        f"skipping lenet-mnist for {fw}: the iterations protocol's step() is written for the current era, not "
+        "paper; iterations runs go with ERA=current" for fw in ("mxnet", "pytorch")])
+
+
+def test_a_paper_era_module_is_refused_the_layer_types_it_does_not_translate():
+    spec = specs.load("googlenet-synthetic", "smoke")
+    assert plan.refusal("chainer", "paper", spec, {}) == (
+        "the paper-era chainer module does not translate concat, global_avgpool (run it with ERA=current)")
+    assert plan.refusal("chainer", "current", spec, {}) is None
+
+
+class _NoTorchArchive(ScriptRunner):
+    """PyTorch's environment needs a file whose archive cannot be reached (PyTorch 0.4.1's, in the paper era)."""
+
+    def prepare(self, framework: str):
+        if framework == "pytorch":
+            raise ArchiveUnreachable("cannot fetch https://archive.invalid/torch.whl (no route)",
+                                     "set DLREPRO_TORCH_ARCHIVE to a mirror")
+        return super().prepare(framework)
+
+
+def test_a_framework_whose_environment_cannot_be_had_is_left_out_beside_others_in_one_line(tmp_path, capsys):
+    prepared_mnist(tmp_path / "data")
+    both = plan.Matrix(("pytorch", "keras"), ("cnn-mnist",), "cpu", "smoke", 2, "real")
+    runs = plan.plan(both, _NoTorchArchive("ok"), "t", tmp_path / "r", tmp_path / "data", 1)
+    assert {run.request["framework"] for run in runs} == {"keras"} and len(runs) == 2
+    out = capsys.readouterr().out
+    assert ("skipping pytorch: its environment cannot be made: cannot fetch https://archive.invalid/torch.whl "
+            "(no route); set DLREPRO_TORCH_ARCHIVE to a mirror, then run it with FRAMEWORKS=pytorch\n") in out
+    # Asked for alone, it is the campaign's error.
+    alone = plan.Matrix(("pytorch",), ("cnn-mnist",), "cpu", "smoke", 2, "real")
+    with pytest.raises(ArchiveUnreachable):
+        plan.plan(alone, _NoTorchArchive("ok"), "t", tmp_path / "r", tmp_path / "data", 1)

@@ -1,9 +1,10 @@
-"""Workload specs are data (campaign/workloads/*.toml); profiles override only what they may."""
+"""Workload specs are data (studies/*/workloads/*.toml); profiles override only what they may."""
 
 import pytest
 
 from bench.errors import UsageError
 from campaign import specs as spec
+from tests.studies.folders import add_study
 
 
 def test_paper_profile_is_the_study():
@@ -60,9 +61,8 @@ def test_quick_ptb_and_manythings_replace_the_model_and_optimizer_and_say_why():
     ("seed = 3", "profile 'quick' of workload 'toy' sets unknown key 'seed'; use only batch_size, departure"),
 ])
 def test_profile_model_and_optimizer_errors(tmp_path, monkeypatch, profile, text):
-    (tmp_path / "toy.toml").write_text(
-        'name = "toy"\n[model]\nmaxlen = 5\nlayers = []\n[training]\nepochs = 1\n[profiles.quick]\n' + profile + "\n")
-    monkeypatch.setattr(spec, "WORKLOAD_DIR", tmp_path)
+    toy = 'name = "toy"\n[model]\nmaxlen = 5\nlayers = []\n[training]\nepochs = 1\n[profiles.quick]\n' + profile + "\n"
+    add_study(monkeypatch, tmp_path, "t", workloads={"toy": toy})
     with pytest.raises(UsageError) as err:
         spec.load("toy", "quick")
     assert str(err.value).startswith(text) and "\n" not in str(err.value)

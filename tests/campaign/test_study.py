@@ -3,15 +3,15 @@ measurement protocol planned into run requests, and bad study files refused in o
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
 
-from analysis.studies import CLAIMS
+import studies
 from bench.errors import UsageError
 from campaign import plan, specs, study
 from tests.campaign.scriptrunner import ScriptRunner, prepared_mnist
+from tests.studies.folders import add_study
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -24,19 +24,15 @@ def test_dlbench_is_a_study_whose_experiments_are_the_make_targets():
     assert (demo.device, demo.workloads, demo.measurement, demo.points()) == ("cpu", ("cnn-mnist", "lstm-imdb"),
                                                                              None, [{}])
     for name in dlbench.reference:
-        assert (REPO / "analysis" / "reference" / name).is_file(), name
-    # Every experiment of every study is a make target: the campaign targets, or demo.
-    makefile = (REPO / "Makefile").read_text()
-    listed = set(re.search(r"^CAMPAIGN_TARGETS := (.*)$", makefile, re.M).group(1).split())
-    assert set(study.experiments()) <= listed | {"demo"}
-    gpu = set(re.search(r"^GPU_TARGETS := (.*)$", makefile, re.M).group(1).split())
-    assert gpu == {name for name, e in study.experiments().items() if e.device == "gpu"}
+        assert (REPO / "studies" / "dlbench" / "reference" / name).is_file(), name
+    # The demo runs with its own settings (the Makefile), left out of `make dlbench-cpu` (campaign/targets.py).
+    assert not demo.aggregate and all(e.aggregate for name, e in study.experiments().items() if name != "demo")
 
 
 def test_each_study_file_names_a_study_with_claims():
     # A claim may be decided by another study's experiment (Shi-3 on DLBench's cpu-cnn runs); each study
     # file names the study its own claims carry.
-    assert {study.load_study(name).claims for name in study.known_studies()} <= {c.study for c in CLAIMS}
+    assert {study.load_study(name).claims for name in study.known_studies()} <= {c.study for c in studies.claims()}
 
 
 def test_doubling_threads_go_past_the_physical_cores():
@@ -46,9 +42,12 @@ def test_doubling_threads_go_past_the_physical_cores():
 
 
 def _study_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, experiments: str) -> None:
-    (tmp_path / "s.toml").write_text('[study]\ntitle = "S"\nclaims = "S"\n\n' + experiments)
-    monkeypatch.setattr(study, "STUDIES_DIR", tmp_path)
-    study.load_study.cache_clear()
+    add_study(monkeypatch, tmp_path / "studies", "s", experiments)
+
+
+def _where(tmp_path: Path, text: str) -> str:
+    """An expected message with the study file named as the error names it: whole, as a folder outside the kit."""
+    return text.replace("s/study.toml", f"{tmp_path}/studies/s/study.toml")
 
 
 @pytest.fixture(autouse=True)
@@ -88,7 +87,7 @@ def test_without_a_sweep_or_protocol_the_run_ids_are_those_of_the_plain_matrix(t
 
 
 @pytest.mark.parametrize("body, text", [
-    ('[experiments.x]\ndevice = "tpu"\nworkloads = ["cnn-mnist"]\n', "[experiments.x] of campaign/studies/s.toml "
+    ('[experiments.x]\ndevice = "tpu"\nworkloads = ["cnn-mnist"]\n', "[experiments.x] of s/study.toml "
      "has device 'tpu'; set device = \"cpu\" or \"gpu\""),
     ('[experiments.x]\ndevice = "cpu"\nworkloads = ["cnn-nope"]\n', "names unknown workload 'cnn-nope'; choose from:"),
     ('[experiments.x]\ndevice = "cpu"\nworkloads = ["cnn-mnist"]\nrepeats = 3\n', "sets unknown key 'repeats'"),
@@ -98,13 +97,15 @@ def test_without_a_sweep_or_protocol_the_run_ids_are_those_of_the_plain_matrix(t
      "sweeps threads over [0, 2]; give a list of positive whole numbers or \"doubling\""),
     ('[experiments.x]\ndevice = "cpu"\nworkloads = ["cnn-mnist"]\nmeasurement = { protocol = "laps" }\n',
      "measurement protocol 'laps' is not one of epochs, iterations"),
-    ('', "campaign/studies/s.toml declares no experiment; add an [experiments.<target>] table"),
+    ('', "s/study.toml declares no experiment; add an [experiments.<target>] table"),
+    ('[experiments.x]\ndevice = "cpu"\nworkloads = ["cnn-mnist"]\naggregate = "no"\n',
+     "[experiments.x] of s/study.toml sets aggregate = 'no'; write aggregate = false, or leave it out"),
 ])
 def test_a_bad_study_file_is_refused_in_one_line(tmp_path, monkeypatch, body, text):
     _study_file(tmp_path, monkeypatch, body)
     with pytest.raises(UsageError) as caught:
         study.load_study("s")
-    assert text in str(caught.value) and "\n" not in str(caught.value)
+    assert _where(tmp_path, text) in str(caught.value) and "\n" not in str(caught.value)
 
 
 def test_an_unknown_target_names_the_choices():
@@ -130,7 +131,7 @@ def _refused_in_one_line(tmp_path, monkeypatch, body, text):
     _study_file(tmp_path, monkeypatch, '[experiments.x]\ndevice = "cpu"\nworkloads = ["cnn-mnist"]\n' + body)
     with pytest.raises(UsageError) as caught:
         study.load_study("s")
-    assert text in str(caught.value) and "\n" not in str(caught.value)
+    assert _where(tmp_path, text) in str(caught.value) and "\n" not in str(caught.value)
 
 
 @pytest.mark.parametrize("body, text", [
@@ -168,19 +169,19 @@ _CPU_AND_GPU = ('[experiments.s-cpu]\ndevice = "cpu"\nworkloads = ["cnn-mnist"]\
 
 
 @pytest.mark.parametrize("cpu, text", [
-    ('"s-cpux"', "[experiments.s-gpu] of campaign/studies/s.toml sets cpu = 's-cpux', which is not a CPU "
+    ('"s-cpux"', "[experiments.s-gpu] of s/study.toml sets cpu = 's-cpux', which is not a CPU "
                  "experiment of this study; choose from: s-cpu"),
     ('"s-gpu"', "sets cpu = 's-gpu', which is not a CPU experiment of this study; choose from: s-cpu"),
     ('"cpu-cnn"', "sets cpu = 'cpu-cnn', which is not a CPU experiment of this study; choose from: s-cpu"),
     ("3", "sets cpu = 3; only a GPU experiment names its CPU counterpart"),
-    (None, "[experiments.s-gpu] of campaign/studies/s.toml names no CPU counterpart (what `make s-gpu` offers "
+    (None, "[experiments.s-gpu] of s/study.toml names no CPU counterpart (what `make s-gpu` offers "
            "without a GPU); write cpu = \"<target>\" under it; choose from: s-cpu"),
 ])
 def test_a_gpu_experiments_cpu_must_be_a_cpu_experiment_of_its_study(tmp_path, monkeypatch, cpu, text):
     _study_file(tmp_path, monkeypatch, _CPU_AND_GPU + (f"cpu = {cpu}\n" if cpu else ""))
     with pytest.raises(UsageError) as caught:
         study.load_study("s")
-    assert text in str(caught.value) and "\n" not in str(caught.value)
+    assert _where(tmp_path, text) in str(caught.value) and "\n" not in str(caught.value)
 
 
 def test_a_cpu_experiment_names_no_cpu_counterpart(tmp_path, monkeypatch):
@@ -225,7 +226,7 @@ def test_a_profile_with_a_batch_size_of_its_own_keeps_it():
 
 
 @pytest.mark.parametrize("body, text", [
-    ('batch_sizes = { "lstm-imdb" = 64 }\n', "[experiments.x] of campaign/studies/s.toml sets a batch size for "
+    ('batch_sizes = { "lstm-imdb" = 64 }\n', "[experiments.x] of s/study.toml sets a batch size for "
      "'lstm-imdb', which it does not run; name one of its workloads: cnn-mnist"),
     ('batch_sizes = { "cnn-mnist" = 0 }\n', "sets cnn-mnist's batch size to 0; give a positive whole number"),
     ('batch_sizes = { "cnn-mnist" = 6.5 }\n', "sets cnn-mnist's batch size to 6.5; give a positive whole number"),

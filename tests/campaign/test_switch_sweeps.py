@@ -11,6 +11,7 @@ import pytest
 from bench.errors import UsageError
 from campaign import plan, study
 from tests.campaign.scriptrunner import ScriptRunner, prepared_mnist
+from tests.studies.folders import add_study
 
 
 @pytest.fixture(autouse=True)
@@ -21,11 +22,10 @@ def _fresh_cache():
 
 
 def _experiment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, device: str, sweep: str) -> study.Experiment:
-    (tmp_path / "s.toml").write_text(
-        '[study]\ntitle = "S"\nclaims = "S"\n\n[experiments.s-cpu]\ndevice = "cpu"\nworkloads = ["cnn-mnist"]\n\n'
-        f'[experiments.s-x]\ndevice = "{device}"\n' + ('cpu = "s-cpu"\n' if device == "gpu" else "")
-        + f'workloads = ["cnn-mnist"]\nsweep = {{ {sweep} }}\n')
-    monkeypatch.setattr(study, "STUDIES_DIR", tmp_path)
+    add_study(monkeypatch, tmp_path / "studies", "s",
+              '[experiments.s-cpu]\ndevice = "cpu"\nworkloads = ["cnn-mnist"]\n\n'
+              f'[experiments.s-x]\ndevice = "{device}"\n' + ('cpu = "s-cpu"\n' if device == "gpu" else "")
+              + f'workloads = ["cnn-mnist"]\nsweep = {{ {sweep} }}\n')
     return study.experiment("s-x")
 
 

@@ -21,7 +21,7 @@ from data.npz import write_npz
 from data.paths import prepared_dir, raw_dir
 from tests.data.fixtures import IMDB_SIZES, MNIST_SIZES, imdb_tar, manifest_for, sha256, synthetic_raw
 
-WORKLOADS = Path(__file__).resolve().parents[2] / "campaign" / "workloads"
+WORKLOADS = Path(__file__).resolve().parents[2] / "studies" / "dlbench" / "workloads"
 
 
 @pytest.fixture(scope="module")

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import studies
 from analysis.claims import NOT_IN_CAMPAIGN, NOT_RUNNABLE, Claim, ResultsTable, insufficient
 from analysis.document import render_html, render_markdown
 from analysis.sections.claims import claim_tests_section, claims_section
-from analysis.studies import CLAIMS
 from campaign.study import experiments
 from tests.analysis.reading import report_context
 from tests.runfactory import make_run
@@ -21,16 +21,16 @@ def _claim(decided_by: tuple[str, ...]) -> Claim:
 
 def test_every_claim_names_make_targets_that_exist_or_is_not_runnable_yet() -> None:
     targets = experiments()
-    for claim in CLAIMS:
+    for claim in studies.claims():
         assert set(claim.decided_by) <= set(targets), (claim.id, claim.decided_by)
         assert "demo" not in claim.decided_by  # the demo's synthetic data decides nothing about a paper
     # A claim without a target is one whose experiment no campaign of the kit holds: on any table its check
     # says so.
     empty = ResultsTable([])
-    for claim in CLAIMS:
+    for claim in studies.claims():
         if not claim.decided_by:
             assert claim.check(empty).evidence.startswith(NOT_IN_CAMPAIGN), claim.id
-    assert all(c.decided_by for c in CLAIMS if c.study == "DLBench")
+    assert all(c.decided_by for c in studies.claims() if c.study == "DLBench")
 
 
 def test_decided_by_text() -> None:
@@ -58,8 +58,8 @@ def test_decided_claims_in_the_table_the_others_one_line_each(tmp_path: Path) ->
     bullets = [line for line in md.splitlines() if line.startswith("- **")]
     undecided = [line.split("**")[1] for line in bullets]
     # Every claim is in exactly one of the two places, in claim order (so grouped by study).
-    assert sorted(rows + undecided) == sorted(c.id for c in CLAIMS)
-    order = [c.id for c in CLAIMS]
+    assert sorted(rows + undecided) == sorted(c.id for c in studies.claims())
+    order = [c.id for c in studies.claims()]
     assert rows == sorted(rows, key=order.index) and undecided == sorted(undecided, key=order.index)
     # Two workloads with two frameworks each on CPU decide claims 1, 4, 5; 2 epochs do not decide 8. Shi et al.'s
     # claims read only runs of its workloads (the spec's study), so DLBench's cnn-mnist and lstm-imdb decide no Shi-3.
@@ -78,11 +78,11 @@ def test_decided_claims_in_the_table_the_others_one_line_each(tmp_path: Path) ->
     assert line["Shi-3"].endswith("— decided by `make shi-cpu` (this campaign: 0 (workload, device, threads) "
                                   "group(s) with >= 2 frameworks' time; needs >= 2; runs of cnn-mnist, lstm-imdb "
                                   "(study dlbench) are not Shi et al.'s workloads: they do not count for its claims).")
-    assert f"This campaign decides 3 of the {len(CLAIMS)} claim verdicts" in md
+    assert f"This campaign decides 3 of the {len(studies.claims())} claim verdicts" in md
     assert "this campaign's runs are of dlbench: cnn-mnist, lstm-imdb), so this campaign cannot decide the claims " \
            "of " in md
     assert "## How each claim is tested" not in md  # its own section, after the detail tables
-    assert render_html(blocks, "t").count('<span class="tag claim">') == len(CLAIMS) - 3
+    assert render_html(blocks, "t").count('<span class="tag claim">') == len(studies.claims()) - 3
 
 
 def test_a_claim_decided_in_one_era_only_is_listed_for_the_other(tmp_path: Path) -> None:
@@ -101,5 +101,5 @@ def test_a_claim_decided_in_one_era_only_is_listed_for_the_other(tmp_path: Path)
 def test_claim_tests_section_lists_every_test() -> None:
     md = render_markdown(claim_tests_section(None))  # type: ignore[arg-type]  # reads no context
     assert md.startswith("## How each claim is tested")
-    for c in CLAIMS:
+    for c in studies.claims():
         assert f"- {c.id} ({c.study}): {c.test}".replace("<", "\\<") in md, c.id  # Markdown escapes '<'

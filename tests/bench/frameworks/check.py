@@ -84,7 +84,7 @@ PROBED = ("cnn-mnist", "lstm-imdb", "cnn-cifar10", "cnn-cifar100", "cnn-svhn", "
 # Sequence workloads whose LSTM outputs must not depend on padding (the probe measures it).
 PADDED = ("lstm-imdb", "seq2seq-manythings")
 # The probed CNN specs: built in every framework with KERAS_COUNTS' count. The other studies' networks
-# are trained in every framework by their own slow tests (tests/campaign/test_shi_*.py, test_shams.py).
+# are trained in every framework by their own slow tests (tests/studies/shi/, tests/studies/shams/test_study.py).
 CNN_SPECS = tuple(w for w in PROBED if spec.load(w)["family"] == "cnn")
 
 

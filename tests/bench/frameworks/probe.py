@@ -152,7 +152,7 @@ def padding_diff(framework: str, trainer: Any, data: PreparedData) -> float:
             outs = [trainer.model(torch.from_numpy(x).to(trainer.device), lens).cpu().numpy()
                     for x in (padded, cut)]
             # The packed path (used on CUDA) must agree with the gathered one (used on the CPU).
-            from bench.frameworks.current.pytorch import _LSTM
+            from bench.frameworks.pytorch.current import _LSTM
 
             lstm_layer = [m for m in trainer.model.layers if isinstance(m, _LSTM)][0]
             emb = trainer.model.layers[0](torch.from_numpy(padded).to(trainer.device))

@@ -33,7 +33,7 @@ def test_helper_modules_are_not_frameworks():
 
 def test_every_dlbench_workload_is_trained_by_the_probes():
     # The probes train DLBench's workloads; other studies' workloads have their own slow tests
-    # (fcn-r-mnist: tests/campaign/test_shi.py).
+    # (fcn-r-mnist: tests/studies/shi/test_study.py).
     dlbench = {w for e in study.load_study("dlbench").experiments.values() for w in e.workloads}
     assert set(check.PROBED) == dlbench
 

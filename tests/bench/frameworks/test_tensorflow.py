@@ -22,7 +22,7 @@ LSTM_PATHS = r"""
 import json
 import numpy as np
 import tensorflow as tf
-from bench.frameworks.current import tensorflow as tfw
+from bench.frameworks.tensorflow import current as tfw
 
 out = {"lstm": {}}
 rng = np.random.default_rng(0)

@@ -31,7 +31,7 @@ BUILD_TIMEOUT_S = 1800  # a cold compile cache on a busy 2-core machine: minutes
 ADADELTA_SCRIPT = """
 import json
 import numpy as np
-from bench.frameworks.current import theano as th
+from bench.frameworks.theano import current as th
 theano = th.theano
 opt = {"lr": 0.5, "rho": 0.9, "epsilon": 1e-7, "weight_decay": 0.01}
 p0 = np.array([1.0, -2.0, 0.5, 3.0])
@@ -55,7 +55,7 @@ print(json.dumps({"theano": p.get_value().tolist(), "keras2": w.tolist()}))
 GPU_SCRIPT = """
 import json
 import sys
-from bench.frameworks.current import theano as th
+from bench.frameworks.theano import current as th
 from tests.bench.frameworks import probe
 s = json.loads(sys.argv[1])
 try:

@@ -4,7 +4,7 @@ PyTorch 0.4.1 is on no package index, so its module is never run by the tests: t
 keeps it honest, and it holds the five paper modules the paper-image tests train (test_<framework>.py
 beside this file) to the same rule, on every line, trained or not. LATER holds, per paper-era
 package, APIs that arrived after that version: the version each arrived in and where that was
-found. Every bench/frameworks/paper/<framework>.py is parsed with `ast`; a rule applies to a
+found. Every bench/frameworks/<framework>/paper.py is parsed with `ast`; a rule applies to a
 module that imports its package, and the check fails naming file, line, API and version when one
 is used:
 
@@ -39,7 +39,7 @@ from typing import NamedTuple
 import pytest
 
 REPO = Path(__file__).resolve().parents[4]
-PAPER = REPO / "bench" / "frameworks" / "paper"
+FRAMEWORKS_DIR = REPO / "bench" / "frameworks"
 FRAMEWORKS = ("tensorflow", "keras", "pytorch", "mxnet", "chainer", "theano")
 # The package versions of the paper era (DLBench Table 2), by the top-level name a module imports.
 PAPER_VERSIONS = {
@@ -341,7 +341,7 @@ def test_the_table_holds_the_apis_the_paper_modules_must_avoid():
 # -- the paper-era modules -----------------------------------------------------------------------------
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_paper_module_uses_only_apis_of_its_version(framework):
-    path = PAPER / f"{framework}.py"
+    path = FRAMEWORKS_DIR / framework / "paper.py"
     if not path.exists():
         pytest.skip(f"{path.relative_to(REPO)} does not exist yet: no paper-era {framework} module to check")
     used = later_apis_used(path)

@@ -1,4 +1,4 @@
-"""The paper-era Chainer module (Chainer 4.5.0: bench/frameworks/paper/chainer.py), trained in its paper image
+"""The paper-era Chainer module (Chainer 4.5.0: bench/frameworks/chainer/paper.py), trained in its paper image
 through the docker runner (harness.py): every DLBench workload's smoke spec, three epochs, one thread; a
 cnn-mnist run at an absurd learning rate that must fail as 'nan'; inimage.py's padding check. The shared tests
 (harness.SHARED_TESTS) are collected here with this file's `paper` fixture."""

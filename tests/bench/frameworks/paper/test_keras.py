@@ -1,4 +1,4 @@
-"""The paper-era Keras module (Keras 2.2.4: bench/frameworks/paper/keras.py) on TensorFlow 1.11, DLBench's
+"""The paper-era Keras module (Keras 2.2.4: bench/frameworks/keras/paper.py) on TensorFlow 1.11, DLBench's
 configuration, trained in its paper image through the docker runner (harness.py): every DLBench workload's
 smoke spec, three epochs, one thread; a cnn-mnist run at an absurd learning rate that must fail as 'nan';
 inimage.py's padding check, two evaluations of the same weights, and the decoupled weight decay against its

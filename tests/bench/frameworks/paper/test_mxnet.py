@@ -1,4 +1,4 @@
-"""The paper-era MXNet module (MXNet 1.3.0: bench/frameworks/paper/mxnet.py), trained in its paper image through
+"""The paper-era MXNet module (MXNet 1.3.0: bench/frameworks/mxnet/paper.py), trained in its paper image through
 the docker runner (harness.py): every DLBench workload's smoke spec, three epochs, one thread; a cnn-mnist run
 at an absurd learning rate that must fail as 'nan'; inimage.py's padding check and two evaluations of the same
 weights. The shared tests (harness.SHARED_TESTS) are collected here with this file's `paper` fixture."""

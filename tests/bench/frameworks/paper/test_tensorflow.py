@@ -1,4 +1,4 @@
-"""The paper-era TensorFlow module (TensorFlow 1.11, graph mode: bench/frameworks/paper/tensorflow.py), trained
+"""The paper-era TensorFlow module (TensorFlow 1.11, graph mode: bench/frameworks/tensorflow/paper.py), trained
 in its paper image through the docker runner (harness.py): every DLBench workload's smoke spec, three epochs,
 one thread; a cnn-mnist run at an absurd learning rate that must fail as 'nan'; inimage.py's padding check
 and two evaluations of the same weights. The shared tests (harness.SHARED_TESTS) are collected here with this

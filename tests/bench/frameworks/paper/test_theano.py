@@ -1,4 +1,4 @@
-"""The paper-era Theano module (Theano 1.0.2: bench/frameworks/paper/theano.py), trained in its paper image
+"""The paper-era Theano module (Theano 1.0.2: bench/frameworks/theano/paper.py), trained in its paper image
 through the docker runner (harness.py): every DLBench workload's smoke spec, three epochs, one thread; a
 cnn-mnist run at an absurd learning rate that must fail as 'nan'; inimage.py's padding check and a strided
 'same' convolution's gradient. The shared tests (harness.SHARED_TESTS) are collected here with this file's

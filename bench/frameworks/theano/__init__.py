@@ -1,0 +1,37 @@
+"""Theano: current.py (Theano 1.0.5) and paper.py (Theano 1.0.2).
+
+What each can do, declared once (bench/frameworks/capabilities.py); the paper-era module trains epochs only.
+"""
+
+from bench import blas_backends
+from bench.frameworks.capabilities import (
+    ALL_LAYER_TYPES,
+    ALL_PROTOCOLS,
+    EPOCHS_ONLY,
+    PAPER_LAYER_TYPES,
+    Capabilities,
+    Era,
+)
+
+# The BLAS its compiled modules link (THEANO_FLAGS blas.ldflags, read when Theano is imported): bench/blas_backends.py
+# says how each is found and linked.
+BLAS = {
+    "openblas": blas_backends.Backend({}, "-lopenblas", "openblas", "install Debian's libopenblas-dev", "theano"),
+    "reference": blas_backends.Backend({}, f"-L{blas_backends.REFERENCE_BLAS_DIR} -lblas",
+                                       blas_backends.REFERENCE_BLAS_DIR + "/libblas.so",
+                                       "install Debian's libblas-dev", "theano"),
+    "mkl": blas_backends.Backend({"MKL_THREADING_LAYER": "GNU"}, blas_backends.MKL_MARK, blas_backends.MKL_RT_GLOB,
+                                 "add mkl to images/theano/current/requirements.in, run make lock and rebuild the "
+                                 "theano environment (or sweep blas over openblas and reference)", "theano"),
+}
+
+CAPABILITIES = Capabilities(
+    package="theano",
+    imports=("theano", "scipy"),
+    eras={
+        "current": Era(protocols=ALL_PROTOCOLS, layer_types=ALL_LAYER_TYPES, bias_free_conv=True, switches={},
+                       blas=BLAS, data_parallel=False, collective=False),
+        "paper": Era(protocols=EPOCHS_ONLY, layer_types=PAPER_LAYER_TYPES, bias_free_conv=False, switches={},
+                     blas={}, data_parallel=False, collective=False),
+    },
+)

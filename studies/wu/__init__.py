@@ -1,0 +1,1 @@
+"""Wu et al. (IEEE TSC 2019): its study file, workloads, published tables (tables.py), claims and report section."""
