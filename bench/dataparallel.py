@@ -162,7 +162,7 @@ def _thread_env(per_rank: Optional[int]) -> Dict[str, str]:
     when they load; nothing on a GPU."""
     if not per_rank:
         return {}
-    return {**threads.FIXED_VARS, **{name: str(per_rank) for name in threads.THREAD_VARS + ("DLREPRO_THREADS",)}}
+    return {name: str(per_rank) for name in threads.THREAD_VARS + ("DLREPRO_THREADS",)}
 
 
 def _rank(rank: int, settings: dict, data: PreparedData, barrier) -> dict:

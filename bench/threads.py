@@ -7,17 +7,19 @@ from typing import Optional
 
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
-# Held at these values whatever the thread count. MXNet's engine workers (inter-op) stay at MXNet's own
-# default of one in every era: a second worker only puts twice the OpenMP threads on the same cores, and
-# MXNet 1.3.0's wheel bundles an OpenBLAS (OpenMP build) whose exec_blas reads its buffer-in-use flag
-# without a fence, so a second caller arriving while the first is inside loops forever (it hung the
-# paper image at two threads, one core spinning on `jmp .`).
-FIXED_VARS = {"MXNET_CPU_WORKER_NTHREADS": "1"}
+# Left unset whatever the thread count, so the library's own default holds. MXNet's engine workers (inter-op) stay
+# at MXNet's default of one in every era: a second worker only puts twice the OpenMP threads on the same cores, and
+# MXNet 1.3.0's wheel bundles an OpenBLAS (OpenMP build) whose exec_blas reads its buffer-in-use flag without a
+# fence, so a second caller arriving while the first is inside loops forever (it hung the paper image at two
+# threads, one core spinning on `jmp .`). Unset rather than set to 1: today's MXNet with the variable set at all
+# fails contrib.foreach's backward ("We didn't record the computation for iteration ...").
+UNSET_VARS = ("MXNET_CPU_WORKER_NTHREADS",)
 
 
 def pin(threads: Optional[int]) -> None:
-    """Set DLREPRO_THREADS and every thread-pool variable the frameworks read."""
-    os.environ.update(FIXED_VARS)
+    """Set DLREPRO_THREADS and every thread-pool variable the frameworks read; unset UNSET_VARS."""
+    for var in UNSET_VARS:
+        os.environ.pop(var, None)
     if threads:
         os.environ["DLREPRO_THREADS"] = str(threads)
         for var in THREAD_VARS:

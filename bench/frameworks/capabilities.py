@@ -42,6 +42,17 @@ class Era(NamedTuple):
     collective: bool  # bench/collectives/<framework>.py times its collectives
 
 
+def current_era(switches: Optional[Dict[str, Dict[str, Dict[str, str]]]] = None, blas: Optional[Dict[str, Any]] = None,
+                data_parallel: bool = False, collective: bool = False) -> Era:
+    """A current-era module's record: every protocol and layer type (all six translate them today), and what is its
+    own: its switches, its BLAS backends, data-parallel training and collectives."""
+    return Era(ALL_PROTOCOLS, ALL_LAYER_TYPES, True, dict(switches or {}), dict(blas or {}), data_parallel, collective)
+
+
+# Every 2018 (paper-era) module's record: epochs only, PAPER_LAYER_TYPES, no switch, no BLAS choice, one process.
+PAPER_ERA = Era(EPOCHS_ONLY, PAPER_LAYER_TYPES, False, {}, {}, False, False)
+
+
 class Capabilities(NamedTuple):
     """One framework's declaration: its packages and, per era it has a module for, what that module can do."""
 

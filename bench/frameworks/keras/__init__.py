@@ -6,24 +6,15 @@ What each can do, declared once (bench/frameworks/capabilities.py); the paper-er
 
 from bench import switches
 from bench.frameworks import tensorflow
-from bench.frameworks.capabilities import (
-    ALL_LAYER_TYPES,
-    ALL_PROTOCOLS,
-    EPOCHS_ONLY,
-    PAPER_LAYER_TYPES,
-    Capabilities,
-    Era,
-)
+from bench.frameworks.capabilities import PAPER_ERA, Capabilities, current_era
 
 CAPABILITIES = Capabilities(
     package="keras",
     imports=("keras", "tensorflow", "theano"),
     eras={
         # Keras 3 runs on TensorFlow (current.py sets KERAS_BACKEND=tensorflow): TensorFlow's switches and BLAS.
-        "current": Era(protocols=ALL_PROTOCOLS, layer_types=ALL_LAYER_TYPES, bias_free_conv=True,
-                       switches={switches.AUTOTUNE: tensorflow.AUTOTUNE, switches.RNN_KERNEL: {}},
-                       blas=tensorflow.BLAS, data_parallel=False, collective=False),
-        "paper": Era(protocols=EPOCHS_ONLY, layer_types=PAPER_LAYER_TYPES, bias_free_conv=False, switches={},
-                     blas={}, data_parallel=False, collective=False),
+        "current": current_era(switches={switches.AUTOTUNE: tensorflow.AUTOTUNE, switches.RNN_KERNEL: {}},
+                               blas=tensorflow.BLAS),
+        "paper": PAPER_ERA,
     },
 )

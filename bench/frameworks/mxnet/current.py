@@ -22,7 +22,7 @@ Sequence outputs (language models, decoders): the dense layer runs once over eve
 
 Threads: MXNet reads OMP_NUM_THREADS and MXNET_CPU_WORKER_NTHREADS when it is imported. The
 entrypoint (bench.threads.pin) sets them before importing this module: the OpenMP pool from the
-request, one engine worker (bench.threads.FIXED_VARS says why); this module pins them again before
+request, one engine worker (bench.threads.UNSET_VARS says why); this module pins them again before
 its own `import mxnet` (for the probe and other callers), and calls MXSetNumOMPThreads as well,
 which holds even if MXNet was imported earlier.
 """

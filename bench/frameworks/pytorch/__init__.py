@@ -5,24 +5,15 @@ Its collective module is bench/collectives/pytorch.py.
 """
 
 from bench import switches
-from bench.frameworks.capabilities import (
-    ALL_LAYER_TYPES,
-    ALL_PROTOCOLS,
-    EPOCHS_ONLY,
-    PAPER_LAYER_TYPES,
-    Capabilities,
-    Era,
-)
+from bench.frameworks.capabilities import PAPER_ERA, Capabilities, current_era
 
 CAPABILITIES = Capabilities(
     package="torch",
     imports=("torch",),
     eras={
         # Every switch is read by current.py itself (switches.value()): no library variable.
-        "current": Era(protocols=ALL_PROTOCOLS, layer_types=ALL_LAYER_TYPES, bias_free_conv=True,
-                       switches={switches.AUTOTUNE: {}, switches.RNN_KERNEL: {}, switches.LAYOUT: {}}, blas={},
-                       data_parallel=True, collective=True),
-        "paper": Era(protocols=EPOCHS_ONLY, layer_types=PAPER_LAYER_TYPES, bias_free_conv=False, switches={},
-                     blas={}, data_parallel=False, collective=False),
+        "current": current_era(switches={switches.AUTOTUNE: {}, switches.RNN_KERNEL: {}, switches.LAYOUT: {}},
+                               data_parallel=True, collective=True),
+        "paper": PAPER_ERA,
     },
 )

@@ -4,14 +4,7 @@ What each can do, declared once (bench/frameworks/capabilities.py); the paper-er
 """
 
 from bench import blas_backends, switches
-from bench.frameworks.capabilities import (
-    ALL_LAYER_TYPES,
-    ALL_PROTOCOLS,
-    EPOCHS_ONLY,
-    PAPER_LAYER_TYPES,
-    Capabilities,
-    Era,
-)
+from bench.frameworks.capabilities import PAPER_ERA, Capabilities, current_era
 
 # TensorFlow reads TF_ENABLE_ONEDNN_OPTS once, when it is imported: oneDNN (its default on x86) or Eigen's
 # contraction kernels (today's form of Wu et al.'s Eigen build). Keras runs on it and switches the same way.
@@ -26,10 +19,7 @@ CAPABILITIES = Capabilities(
     package="tensorflow",
     imports=("tensorflow",),
     eras={
-        "current": Era(protocols=ALL_PROTOCOLS, layer_types=ALL_LAYER_TYPES, bias_free_conv=True,
-                       switches={switches.AUTOTUNE: AUTOTUNE, switches.RNN_KERNEL: {}}, blas=BLAS,
-                       data_parallel=False, collective=False),
-        "paper": Era(protocols=EPOCHS_ONLY, layer_types=PAPER_LAYER_TYPES, bias_free_conv=False, switches={},
-                     blas={}, data_parallel=False, collective=False),
+        "current": current_era(switches={switches.AUTOTUNE: AUTOTUNE, switches.RNN_KERNEL: {}}, blas=BLAS),
+        "paper": PAPER_ERA,
     },
 )

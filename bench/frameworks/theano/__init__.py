@@ -4,14 +4,7 @@ What each can do, declared once (bench/frameworks/capabilities.py); the paper-er
 """
 
 from bench import blas_backends
-from bench.frameworks.capabilities import (
-    ALL_LAYER_TYPES,
-    ALL_PROTOCOLS,
-    EPOCHS_ONLY,
-    PAPER_LAYER_TYPES,
-    Capabilities,
-    Era,
-)
+from bench.frameworks.capabilities import PAPER_ERA, Capabilities, current_era
 
 # The BLAS its compiled modules link (THEANO_FLAGS blas.ldflags, read when Theano is imported): bench/blas_backends.py
 # says how each is found and linked.
@@ -29,9 +22,7 @@ CAPABILITIES = Capabilities(
     package="theano",
     imports=("theano", "scipy"),
     eras={
-        "current": Era(protocols=ALL_PROTOCOLS, layer_types=ALL_LAYER_TYPES, bias_free_conv=True, switches={},
-                       blas=BLAS, data_parallel=False, collective=False),
-        "paper": Era(protocols=EPOCHS_ONLY, layer_types=PAPER_LAYER_TYPES, bias_free_conv=False, switches={},
-                     blas={}, data_parallel=False, collective=False),
+        "current": current_era(blas=BLAS),
+        "paper": PAPER_ERA,
     },
 )

@@ -74,7 +74,7 @@ def test_the_cpu_build_is_reported(checks):
 
 def test_two_threads_train_on_one_engine_worker(tmp_path):
     # Two OpenMP threads and two engine workers hung MXNet 1.3.0 for good inside its bundled OpenBLAS (two
-    # callers in exec_blas at once: bench/threads.py FIXED_VARS); a hang fails the run at the timeout.
+    # callers in exec_blas at once: bench/threads.py UNSET_VARS); a hang fails the run at the timeout.
     runs = harness.run_paper(FRAMEWORK, tmp_path, ("cnn-cifar100",), nan=False, threads=2, timeout_s=300)
     record = runs.record("cnn-cifar100")
     assert record["device_used"]["threads"] == {"intra_op": 2, "inter_op": 1}
