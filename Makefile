@@ -131,7 +131,7 @@ demo: RUNNER = local
 # demo is an experiment of studies/dlbench/study.toml: its recipe is every experiment's (below), with these settings.
 demo: host ## the main job on built-in synthetic data: CPU, quick profile, 2 repeats, no network
 
-# Test tiers (README, "Tests"): lint (ruff and the payload's CPython 3.6 gate), the fast tests (no
+# Test tiers (docs/testing.md): lint (ruff and the payload's CPython 3.6 gate), the fast tests (no
 # framework training, no image build; a few minutes) and the slow ones (real training in every
 # framework environment, Docker images and containers, the demo end to end); the paper-image tests
 # (marked paper_image, slow too: the paper-era modules trained in their CPython 3.6 images) are their own

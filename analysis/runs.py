@@ -31,6 +31,7 @@ from bench.schema import (
     read_run,
     summarize_monitor,
 )
+from campaign.study import REAL_AXES, SWEEP_AXES, WORD_AXES
 
 _STR, _INT, _FLOAT = "str", "Int64", "float64"
 
@@ -41,7 +42,8 @@ RUN_DTYPES: dict[str, str] = {
     # The study whose workload it is (the spec's `study`: 'dlbench', 'shi'; empty for specs without one).
     "study": _STR, "dataset": _STR,
     "data_source": _STR, "device": _STR, "profile": _STR, "repeat": _INT, "seed": _INT,
-    # A study sweep's point ('batch_size=16, threads=4'; '' outside a sweep) and the run's thread count.
+    # A study sweep's point as text for display ('batch_size=16, threads=4'; '' outside a sweep; its axes are the
+    # sweep_<axis> columns) and the run's thread count.
     "sweep": _STR, "threads": _INT,
     # The host's physical cores (run.json host.cpu_physical_cores; empty for runs before it was recorded).
     "physical_cores": _INT,
@@ -95,7 +97,13 @@ RUN_DTYPES: dict[str, str] = {
     # image on the kit's own base (`make base ERA=paper`), that base's Debian and CPython source (environment.base).
     "python_build": _STR, "blas_core": _STR, "cpu_flags": _STR, "base_debian": _STR, "base_source": _STR,
     "run_dir": _STR,
+    # The sweep point as columns, one per axis (campaign.study.SWEEP_AXES): run.json's config.sweep value, empty
+    # where the run's point has no such axis. Which runs form one cell of a sweep is decided on these
+    # (analysis.sweeps.sweep_cells), never on the `sweep` text, which is for display only.
+    **{f"sweep_{axis}": _STR if axis in WORD_AXES else _FLOAT if axis in REAL_AXES else _INT for axis in SWEEP_AXES},
 }
+# {sweep axis: its run-table column}
+SWEEP_COLUMNS: dict[str, str] = {axis: f"sweep_{axis}" for axis in SWEEP_AXES}
 RUN_COLUMNS: tuple[str, ...] = tuple(RUN_DTYPES)
 
 # The software eras a run belongs to (run.json config.era; bench.frameworks.ERAS): the study's exact
@@ -371,6 +379,7 @@ def run_row(run_dir: Path, run: dict, epochs: Sequence[dict[str, Any]], problems
         "cpu_flags": None if (run.get("host") or {}).get("cpu_flags") is None else " ".join(run["host"]["cpu_flags"]),
         **base_columns(env.get("base")),
         "run_dir": str(run_dir),
+        **{column: (cfg.get("sweep") or {}).get(axis) for axis, column in SWEEP_COLUMNS.items()},
     }
     has_cache = any(v is not None for v in cached.values())
     try:

@@ -1,9 +1,9 @@
 """Data-parallel scaling (bench/dataparallel.py): images per millisecond per rank count, the speedup over one
 rank and the efficiency (speedup / ranks), from the run table's ranks and images_per_ms columns.
 
-Only runs of a ranks sweep count (their sweep point names ranks; analysis.runs.sweep_text): the one-rank runs
+Only runs of a ranks sweep count (their sweep point names ranks: the run table's sweep_ranks): the one-rank runs
 of such a sweep are each group's base. A group is the runs that differ only in repeat, seed and rank count
-(the cell keys with the sweep's other axes). The Shams section and claim Shams-1 read these.
+(analysis.sweeps.sweep_cells over ranks). The Shams section and claim Shams-1 read these.
 """
 
 from __future__ import annotations
@@ -13,10 +13,11 @@ from dataclasses import dataclass
 from statistics import mean
 from typing import Any
 
+from analysis import sweeps
 from analysis.summary import CELL_KEYS
 
 AXIS = "ranks"
-# A group's key: the cell keys, with the sweep point less its ranks.
+# A group's key as shown: the cell keys, with the sweep point less its ranks (display text).
 GROUP_KEYS = tuple(k for k in CELL_KEYS if k != "sweep") + ("other_sweep",)
 
 
@@ -39,26 +40,24 @@ class ScalePoint:
         return f"{self.key['workload']} {self.key['framework']} {self.key['device']}{rest}"
 
 
-def _other_axes(sweep: str | None) -> str:
-    """A sweep text without its ranks axis ('batch_size=16, ranks=2' -> 'batch_size=16')."""
-    return ", ".join(part for part in (sweep or "").split(", ") if part and not part.startswith(f"{AXIS}="))
-
-
 def swept(row: dict[str, Any]) -> bool:
     """Whether a run-table row is a run of a ranks sweep."""
-    return any(part.startswith(f"{AXIS}=") for part in (row.get("sweep") or "").split(", "))
+    return sweeps.swept(row, AXIS)
 
 
 def scale_points(rows: Iterable[dict[str, Any]]) -> list[ScalePoint]:
     """Every group's points in key and rank order, from the ok runs of ranks sweeps with a throughput."""
-    groups: dict[tuple, dict[int, list[dict[str, Any]]]] = {}
-    for row in rows:
-        if row.get("status") != "ok" or not swept(row) or row.get("images_per_ms") is None or not row.get("ranks"):
-            continue
-        key = tuple(str(row.get(k)) for k in GROUP_KEYS[:-1]) + (_other_axes(row.get("sweep")),)
-        groups.setdefault(key, {}).setdefault(int(row["ranks"]), []).append(row)
+    timed = [row for row in rows if row.get("status") == "ok" and swept(row) and row.get("images_per_ms") is not None
+             and row.get("ranks")]
+    groups: list[tuple[tuple, dict[int, list[dict[str, Any]]]]] = []
+    for members in sweeps.cells(timed, AXIS):
+        key = tuple(str(members[0].get(k)) for k in GROUP_KEYS[:-1]) + (sweeps.point_label(members[0], AXIS),)
+        by_ranks: dict[int, list[dict[str, Any]]] = {}
+        for row in members:
+            by_ranks.setdefault(int(row["ranks"]), []).append(row)
+        groups.append((key, by_ranks))
     points = []
-    for key, by_ranks in sorted(groups.items()):
+    for key, by_ranks in sorted(groups, key=lambda group: group[0]):
         base = mean(float(r["images_per_ms"]) for r in by_ranks[1]) if 1 in by_ranks else None
         for ranks, runs in sorted(by_ranks.items()):
             rate = mean(float(r["images_per_ms"]) for r in runs)

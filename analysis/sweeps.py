@@ -3,6 +3,10 @@ thread count), grouped by point, with each point's time. The one grouping of run
 al.'s claims (studies/shi/claims.py) and the report's Shi section (studies/shi/section.py, through
 studies.shi.tables.measured_series); and the groups of a one-axis sweep of any axis (sweep_groups).
 
+Which runs form one cell of a sweep is decided in one place, sweep_cells(): a pandas groupby of the run table on
+the cell's identity columns and every sweep axis's column but the swept one (analysis.runs.SWEEP_COLUMNS). A run's
+sweep point is read from those columns, never parsed back from the `sweep` display text.
+
 A series holds one kind of time: seconds per measured mini-batch (iteration_time_mean_s, the iterations
 protocol: bench/iterations.py) or, where asked for, the training time of epoch-protocol runs; never both.
 """
@@ -11,20 +15,32 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import pandas as pd
+from pandas.core.groupby import DataFrameGroupBy
+
 from analysis.reference import device_env
+from analysis.runs import SWEEP_COLUMNS
 
 # The run table's seconds per measured mini-batch, and the training time of a run without it.
 SECONDS_PER_MINIBATCH = "iteration_time_mean_s"
 TRAINING_TIME = "training_time_s"
-# The swept axis: a run's thread count (the run table's `threads`; its sweep text names it "threads=<n>").
+# The swept axis: a run's thread count (the run table's `threads`; its sweep column sweep_threads).
 AXIS = "threads"
+# What, beside the sweep's other axes, makes the runs of one sweep one cell: never averaged across. The order is
+# the groups' sort order.
+CELL_IDENTITY = ("era", "workload", "framework", "device", "runner", "profile", "data_source", "epochs_planned")
 # What else separates two series of one workload, framework and device: they are never averaged together.
-# The sweep's other axes (its text without the swept one) are the context's "sweep".
+# The sweep's other axes are the context's "sweep" (display text).
 CONTEXT_KEYS = ("era", "runner", "profile", "data_source", "batch_size")
+# A series' identity: the cell's, with the device as its class (a study's 'cpu' or 'gpu', so every GPU name is one
+# series: analysis.reference.device_env) and, deliberately, the batch size: a Shi experiment gives each device
+# its own (shi-gpu's LSTM at 128 against the CPU's 256), and the timing kind (per mini-batch or training time).
+_DEVICE_CLASS, _PER_MINIBATCH = "_device_class", "_per_minibatch"
+SERIES_IDENTITY = tuple(_DEVICE_CLASS if k == "device" else k for k in CELL_IDENTITY) + ("batch_size", _PER_MINIBATCH)
 
 
 def finite(value: Any) -> float | None:
@@ -40,14 +56,61 @@ def minibatch_seconds(row: dict[str, Any]) -> float | None:
     return finite(row.get(SECONDS_PER_MINIBATCH))
 
 
-def other_axes(sweep: str | None) -> str:
-    """A run's sweep text ('batch_size=8, threads=2') without the swept axis ('batch_size=8')."""
-    return ", ".join(p for p in str(sweep or "").split(", ") if p and not p.startswith(f"{AXIS}="))
+def _given(value: Any) -> bool:
+    return value is not None and not (isinstance(value, float) and math.isnan(value))
 
 
-def swept(row: dict[str, Any]) -> bool:
-    """Whether a run is a point of a sweep over the axis (its sweep text names it)."""
-    return f"{AXIS}=" in str(row.get("sweep") or "")
+def point(row: dict[str, Any]) -> dict[str, Any]:
+    """A run's sweep point from its sweep columns: {axis: value}, axes in name order ({} outside a sweep)."""
+    return {axis: row[column] for axis, column in sorted(SWEEP_COLUMNS.items()) if _given(row.get(column))}
+
+
+def sweep_axes(row: dict[str, Any]) -> set[str]:
+    """The axes a run's sweep point names (sweep_batch_size 50, sweep_threads 2 -> {'batch_size', 'threads'})."""
+    return set(point(row))
+
+
+def swept(row: dict[str, Any], axis: str = AXIS) -> bool:
+    """Whether a run is a point of a sweep over the axis (its sweep column holds a value)."""
+    return axis in sweep_axes(row)
+
+
+def _text(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def point_label(row: dict[str, Any], without: str | None = None) -> str:
+    """A run's sweep point as the report shows it ('batch_size=8, threads=2'), less the axis `without`: display
+    only, nothing reads it back."""
+    return ", ".join(f"{axis}={_text(v)}" for axis, v in point(row).items() if axis != without)
+
+
+def other_axes(row: dict[str, Any]) -> str:
+    """A run's sweep point without the swept axis, as text ('batch_size=8')."""
+    return point_label(row, without=AXIS)
+
+
+def sweep_cells(frame: pd.DataFrame, axis: str | None, identity: Sequence[str] = CELL_IDENTITY) -> DataFrameGroupBy:
+    """The one grouping of runs into the cells of a sweep over `axis`: the run table grouped on `identity` and the
+    sweep column of every other axis (None: of every axis), missing values a key of their own. A column the frame
+    lacks is taken as empty."""
+    keys = [*identity, *(c for a, c in SWEEP_COLUMNS.items() if a != axis)]
+    missing = [k for k in keys if k not in frame.columns]
+    if missing:
+        frame = frame.assign(**dict.fromkeys(missing))
+    return frame.groupby(keys, dropna=False, sort=False)
+
+
+def cells(rows: Iterable[dict[str, Any]], axis: str | None, identity: Sequence[str] = CELL_IDENTITY,
+          derived: dict[str, Callable[[dict[str, Any]], Any]] | None = None) -> list[list[dict[str, Any]]]:
+    """The rows grouped by sweep_cells, each cell's rows in the given order, cells in order of their first row.
+    `derived`: {column: value(row)} computed for the grouping only (the rows are not changed)."""
+    rows = list(rows)
+    if not rows:
+        return []
+    frame = pd.DataFrame(rows).assign(**{c: [f(r) for r in rows] for c, f in (derived or {}).items()})
+    found = [sorted(part.index) for _, part in sweep_cells(frame, axis, identity)]
+    return [[rows[i] for i in members] for members in sorted(found)]
 
 
 @dataclass
@@ -85,54 +148,47 @@ class Series:
 
 
 def series(rows: Iterable[dict[str, Any]], training_time: bool = False) -> list[Series]:
-    """The ok runs among rows grouped into series, in (workload, framework, device, context, kind) order; runs in
-    their rows' order within a point. Runs without seconds per mini-batch are left out, unless `training_time`:
-    then those with a training time form series of their own (per_minibatch False)."""
-    found: dict[tuple, Series] = {}
-    for row in rows:
-        if row["status"] != "ok":
-            continue
-        per_minibatch = minibatch_seconds(row) is not None
-        if not per_minibatch and not (training_time and finite(row.get(TRAINING_TIME)) is not None):
-            continue
-        device = device_env(row["device"])
-        context = {**{k: row.get(k) for k in CONTEXT_KEYS}, "sweep": other_axes(row.get("sweep"))}
-        key = (row["workload"], row["framework"], device, tuple(str(v) for v in context.values()), per_minibatch)
-        s = found.setdefault(key, Series(row["workload"], row["framework"], device, context, per_minibatch))
-        threads = finite(row.get(AXIS))
-        s.runs.setdefault(None if threads is None else int(threads), []).append(row)
-    return [found[k] for k in sorted(found)]
+    """The ok runs among rows grouped into series (sweep_cells over the thread count, SERIES_IDENTITY), in
+    (workload, framework, device, context, kind) order; runs in their rows' order within a point. Runs without
+    seconds per mini-batch are left out, unless `training_time`: then those with a training time form series of
+    their own (per_minibatch False)."""
+    timed = [r for r in rows if r["status"] == "ok" and (minibatch_seconds(r) is not None or (
+        training_time and finite(r.get(TRAINING_TIME)) is not None))]
+    found = []
+    for members in cells(timed, AXIS, SERIES_IDENTITY, {_DEVICE_CLASS: lambda r: device_env(r["device"]),
+                                                         _PER_MINIBATCH: lambda r: minibatch_seconds(r) is not None}):
+        first = members[0]
+        context = {**{k: first.get(k) for k in CONTEXT_KEYS}, "sweep": other_axes(first)}
+        s = Series(first["workload"], first["framework"], device_env(first["device"]), context,
+                   minibatch_seconds(first) is not None)
+        for row in members:
+            threads = finite(row.get(AXIS))
+            s.runs.setdefault(None if threads is None else int(threads), []).append(row)
+        found.append(s)
+    return sorted(found, key=lambda s: (s.workload, s.framework, s.device, tuple(str(v) for v in s.context.values()),
+                                        s.per_minibatch))
 
 
 # --- One-axis sweeps of any axis (a study's sweep experiments: Wu et al.'s, ilkarman's switches) ---------------
-
-# What else separates two groups of one one-axis sweep: their runs are never averaged together.
-SWEEP_FIXED = ("era", "workload", "framework", "device", "runner", "profile", "data_source", "epochs_planned")
-
-
-def sweep_axes(row: dict[str, Any]) -> set[str]:
-    """The axes a run's sweep point names ('batch_size=50, threads=2' -> {'batch_size', 'threads'})."""
-    return {part.split("=", 1)[0] for part in str(row.get("sweep") or "").split(", ") if "=" in part}
-
 
 Group = tuple[dict[str, Any], dict[Any, list[dict[str, Any]]]]
 
 
 def sweep_groups(rows: Iterable[dict[str, Any]], axis: str, min_points: int = 2,
                  value: Callable[[dict[str, Any]], Any] | None = None) -> list[Group]:
-    """The successful runs of a one-axis sweep (their sweep point names the axis and no other), grouped by
-    SWEEP_FIXED, then by the axis's value (the run-table column of that name, or `value(row)`); only groups
-    with >= min_points values; groups in key order, values ascending."""
+    """The successful runs of a one-axis sweep (their sweep point names the axis and no other), grouped into
+    cells (sweep_cells: CELL_IDENTITY), then by the axis's value (the run-table column of that name, or
+    `value(row)`); only groups with >= min_points values; groups in key order, values ascending."""
     read = value or (lambda r: r.get(axis))
-    found: dict[tuple, tuple[dict[str, Any], dict[Any, list[dict[str, Any]]]]] = {}
-    for row in rows:
-        point = read(row)
-        if row["status"] != "ok" or sweep_axes(row) != {axis} or point is None:
-            continue
-        key = {k: row.get(k) for k in SWEEP_FIXED}
-        found.setdefault(tuple(str(v) for v in key.values()), (key, {}))[1].setdefault(point, []).append(row)
-    return [(key, dict(sorted(points.items()))) for _, (key, points) in sorted(found.items())
-            if len(points) >= min_points]
+    one_axis = [r for r in rows if r["status"] == "ok" and sweep_axes(r) == {axis} and read(r) is not None]
+    found = []
+    for members in cells(one_axis, axis):
+        points: dict[Any, list[dict[str, Any]]] = {}
+        for row in members:
+            points.setdefault(read(row), []).append(row)
+        if len(points) >= min_points:
+            found.append(({k: members[0].get(k) for k in CELL_IDENTITY}, dict(sorted(points.items()))))
+    return sorted(found, key=lambda group: tuple(str(v) for v in group[0].values()))
 
 
 def group_label(key: dict[str, Any]) -> str:

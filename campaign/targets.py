@@ -1,7 +1,7 @@
 """The make targets derived from the study files: `python -m campaign targets` writes the make include that defines
 them, so that no list of experiments is kept by hand.
 
-The naming rule (README, "Make targets"):
+The naming rule (docs/studies.md):
 
     make <experiment>         each [experiments.<experiment>] of a study file: its runs, in campaign <experiment>,
                               then its report

@@ -33,6 +33,7 @@ def scale_row(fw: str, wl: str, ranks: int, images_per_ms: float | None, device:
     per step that gives it (ranks x batch images per step)."""
     base = row(fw, wl, device, repeat, batch=batch)
     seconds = None if images_per_ms is None else ranks * batch / (images_per_ms * 1000)
-    return {**base, "run_id": f"{base['run_id']}-n{ranks}", "sweep": f"ranks={ranks}", "ranks": ranks,
+    return {**base, "run_id": f"{base['run_id']}-n{ranks}", "sweep": f"ranks={ranks}",
+            "sweep_ranks": ranks, "ranks": ranks,
             "images_per_ms": images_per_ms, "iteration_time_mean_s": seconds, "run_dir": f"/r/{fw}-{wl}-{ranks}",
             **extra}

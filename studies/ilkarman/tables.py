@@ -31,8 +31,13 @@ BENCHMARKS_CSV = REFERENCE_DIR / "ilkarman_benchmarks.csv"
 FRAMEWORKS_CSV = REFERENCE_DIR / "ilkarman_frameworks.csv"
 # The spec's study key of ilkarman's workloads (studies/ilkarman/workloads/*.toml; the run table's `study`).
 STUDY = "ilkarman"
-# What else separates two groups of one benchmark's runs: they are never averaged together.
+# What else separates two groups of one benchmark's runs: they are never averaged together ("sweep": the point's
+# display text; the grouping reads the sweep columns: analysis.sweeps.sweep_cells).
 CONTEXT_KEYS = ("era", "device", "runner", "profile", "data_source", "sweep")
+# A group's identity: the cell's less the framework, deliberately (a group compares the frameworks on one
+# benchmark), with the device as its class ('gpu' whatever the GPU's name).
+_DEVICE_CLASS = "_device_class"
+GROUP_IDENTITY = ("workload", "era", _DEVICE_CLASS, "runner", "profile", "data_source")
 
 
 @dataclass(frozen=True)
@@ -117,16 +122,18 @@ def published_by_framework(benchmark: str, gpu: str) -> dict[str, float]:
 def measured(rows: Iterable[dict[str, Any]]) -> list[Measured]:
     """The ok runs of ilkarman's workloads with their benchmark's measure, grouped by benchmark and context, in
     (benchmark order, context) order; runs of a performance switch's sweep are left to switch_groups()."""
-    found: dict[tuple, Measured] = {}
-    for row in rows:
-        bench = benchmark_of(row["workload"])
-        if (bench is None or row["status"] != "ok" or sweeps.finite(row.get(bench.measure)) is None
-                or sweep_axes(row) & set(switches.SWITCHES)):
-            continue
-        context = {k: (device_env(row["device"]) if k == "device" else row.get(k) or "") for k in CONTEXT_KEYS}
-        key = (benchmarks().index(bench), tuple(str(v) for v in context.values()))
-        found.setdefault(key, Measured(bench, context)).runs.setdefault(row["framework"], []).append(row)
-    return [found[k] for k in sorted(found)]
+    timed = [row for row in rows if (bench := benchmark_of(row["workload"])) is not None and row["status"] == "ok"
+             and sweeps.finite(row.get(bench.measure)) is not None and not sweep_axes(row) & set(switches.SWITCHES)]
+    found = []
+    for members in sweeps.cells(timed, None, GROUP_IDENTITY, {_DEVICE_CLASS: lambda r: device_env(r["device"])}):
+        first = members[0]
+        bench = benchmark_of(first["workload"])
+        context = {k: (device_env(first["device"]) if k == "device" else first.get(k) or "") for k in CONTEXT_KEYS}
+        group = Measured(bench, context)
+        for row in members:
+            group.runs.setdefault(row["framework"], []).append(row)
+        found.append(((benchmarks().index(bench), tuple(str(v) for v in context.values())), group))
+    return [group for _, group in sorted(found, key=lambda kv: kv[0])]
 
 
 def base_framework(group: Measured) -> str | None:

@@ -116,10 +116,8 @@ def _gpu_name(ctx: ReportContext, rows: list[dict[str, Any]]) -> str:
 
 def _gpus_of(series: shi.MeasuredSeries) -> int:
     """The GPUs a GPU series ran on: its data-parallel ranks (the sweep's `ranks`, one GPU each), else 1."""
-    for part in str(series.context.get("sweep") or "").split(", "):
-        if part.startswith("ranks="):
-            return int(part.split("=", 1)[1])
-    return 1
+    ranks = sweeps.point(series.rows[0]).get("ranks")
+    return 1 if ranks is None else int(ranks)
 
 
 def _by_gpus(series: list[shi.MeasuredSeries]) -> dict[int, list[dict[str, Any]]]:

@@ -127,10 +127,7 @@ def _baseline_blocks(ctx: ReportContext, rows: list[dict[str, Any]]) -> list[Blo
                           _num(p.train_time_s), _num(p.test_time_s), _num(p.accuracy_pct, 4),
                           _cpu_split(p.cpu_user_pct, p.cpu_system_pct, p.cpu_iowait_pct, p.cpu_total_pct),
                           _memory(p.mem_avg_mb, p.mem_max_mb), "—"])
-        groups: dict[tuple, list[dict[str, Any]]] = {}
-        for r in mine:
-            groups.setdefault(tuple(str(r.get(k)) for k in sweeps.SWEEP_FIXED), []).append(r)
-        for group in groups.values():
+        for group in sweeps.cells(mine, None):
             first = group[0]
             tests = [r["eval_time_s"] / r["epochs"] for r in group if r.get("eval_time_s") is not None
                      and r.get("epochs")]

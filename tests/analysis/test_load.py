@@ -155,3 +155,15 @@ def test_load_matches_the_report_tables(tmp_path: Path) -> None:
     for column in ("test_accuracy", "training_time_s", "cpu_util_mean_pct", "epoch_time_later_mean_s"):
         for mine, theirs in zip(frame[column], written[column], strict=True):
             assert (pd.isna(mine) and pd.isna(theirs)) or math.isclose(mine, theirs, rel_tol=1e-9)
+
+
+def test_each_sweep_axis_is_a_column_of_its_own(tmp_path: Path) -> None:
+    """A run's sweep point reaches the run table as one column per axis (never only as text to parse back)."""
+    campaign = tmp_path / "results" / "sweep"
+    make_run(campaign, "pytorch", "cnn-mnist", 1, sweep={"threads": 2, "batch_size": 16}, run_id="swept")
+    make_run(campaign, "pytorch", "cnn-mnist", 1, run_id="plain")
+    runs = analysis.load(campaign).set_index("run_id")
+    assert runs.loc["swept", "sweep"] == "batch_size=16, threads=2"
+    assert (runs.loc["swept", "sweep_threads"], runs.loc["swept", "sweep_batch_size"]) == (2, 16)
+    assert runs[["sweep_ranks", "sweep_blas", "sweep_learning_rate"]].isna().all().all()
+    assert runs.loc["plain", ["sweep_threads", "sweep_batch_size"]].isna().all()

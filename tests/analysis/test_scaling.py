@@ -28,7 +28,7 @@ def test_each_rank_count_is_set_against_its_groups_one_rank_runs():
 
 
 def test_the_sweeps_other_axes_make_groups_of_their_own():
-    rows = [scale_row("pytorch", "fcn-r-mnist", n, rate, sweep=f"batch_size={b}, ranks={n}")
+    rows = [scale_row("pytorch", "fcn-r-mnist", n, rate, sweep=f"batch_size={b}, ranks={n}", sweep_batch_size=b)
             for b, n, rate in ((16, 1, 1.0), (16, 2, 1.5), (32, 1, 2.0), (32, 2, 4.0))]
     found = {(p.key["other_sweep"], p.ranks): p.speedup for p in scale_points(rows)}
     assert found == {("batch_size=16", 1): 1.0, ("batch_size=16", 2): pytest.approx(1.5),
@@ -52,3 +52,10 @@ def test_the_run_table_names_how_a_runs_gpus_are_joined() -> None:
     assert interconnect(run(["GPU-c"], sxm)) == "PCIe gen5 x16"
     assert interconnect(run(["GPU-a"], [board("GPU-a", None)])) is None  # NVML could not tell
     assert interconnect({"device_used": {"requested": "cpu"}, "host": {"gpus": "no GPU: none"}}) is None
+
+
+def test_runs_planned_for_other_epochs_are_groups_of_their_own():
+    # The old group key (the summary's cell keys less the sweep text) forgot the planned epochs.
+    rows = [scale_row("pytorch", "fcn-r-mnist", n, rate, epochs_planned=e)
+            for e, n, rate in ((1, 1, 1.0), (1, 2, 1.5), (5, 1, 2.0), (5, 2, 4.0))]
+    assert sorted(p.speedup for p in scale_points(rows) if p.ranks == 2) == [pytest.approx(1.5), 2.0]

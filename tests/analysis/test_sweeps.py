@@ -10,7 +10,8 @@ from analysis import sweeps
 
 def _row(fw: str, threads: int | None, seconds: float | None, repeat: int = 1, **extra) -> dict:
     return {"run_id": f"{fw}-{threads}-r{repeat}", "workload": "fcn-r-mnist", "framework": fw, "device": "cpu",
-            "status": "ok", "threads": threads, "sweep": f"threads={threads}", "era": "current", "runner": "local",
+            "status": "ok", "threads": threads, "sweep": f"threads={threads}", "sweep_threads": threads,
+            "era": "current", "runner": "local",
             "profile": "quick", "data_source": "real", "batch_size": 1024, "iteration_time_mean_s": seconds,
             "training_time_s": 100.0, **extra}
 
@@ -18,7 +19,8 @@ def _row(fw: str, threads: int | None, seconds: float | None, repeat: int = 1, *
 def test_a_series_is_everything_but_the_thread_count():
     rows = [_row("pytorch", 1, 1.0), _row("pytorch", 2, 0.5), _row("pytorch", 2, 0.7, repeat=2),
             _row("mxnet", 1, 2.0),
-            _row("pytorch", 1, 3.0, sweep="batch_size=8, threads=1"),  # another point of the other axis
+            # another point of the other axis
+            _row("pytorch", 1, 3.0, sweep="batch_size=8, threads=1", sweep_batch_size=8),
             _row("pytorch", 1, 4.0, batch_size=64),
             _row("pytorch", 4, 9.0, status="failed")]
     found = sweeps.series(rows)
@@ -39,16 +41,36 @@ def test_runs_without_seconds_per_mini_batch_form_training_time_series_only_when
 
 
 def test_a_gpu_series_pools_its_thread_counts_in_its_mean():
-    rows = [_row("pytorch", 2, 0.02, device="gpu", sweep=""), _row("pytorch", 4, 0.04, device="gpu", sweep=""),
-            _row("pytorch", None, 0.03, device="gpu", sweep="")]
+    plain = {"device": "gpu", "sweep": "", "sweep_threads": None}  # no sweep: the module's own thread counts
+    rows = [_row("pytorch", 2, 0.02, **plain), _row("pytorch", 4, 0.04, **plain), _row("pytorch", None, 0.03, **plain)]
     (gpu,) = sweeps.series(rows)
     assert gpu.device == "gpu" and list(gpu.seconds) == [2, 4, None]
     assert math.isclose(gpu.mean, 0.03)
 
 
 def test_the_other_axes_and_what_is_measured():
-    assert sweeps.other_axes("batch_size=8, threads=2") == "batch_size=8"
-    assert sweeps.other_axes("threads=2") == sweeps.other_axes(None) == ""
-    assert sweeps.swept({"sweep": "threads=2"}) and not sweeps.swept({"sweep": ""})
+    assert sweeps.other_axes({"sweep_batch_size": 8, "sweep_threads": 2}) == "batch_size=8"
+    assert sweeps.other_axes({"sweep_threads": 2}) == sweeps.other_axes({}) == ""
+    assert sweeps.swept({"sweep_threads": 2}) and not sweeps.swept({"sweep_threads": float("nan")})
     assert sweeps.minibatch_seconds({"iteration_time_mean_s": float("nan")}) is None
     assert sweeps.minibatch_seconds({"iteration_time_mean_s": 0.5}) == 0.5
+
+
+def test_runs_planned_for_other_epochs_are_never_one_series():
+    # The old series key (context and the sweep text) forgot the planned epochs: training times of 1-epoch and
+    # 5-epoch runs were averaged as repeats of one point.
+    rows = [_row("pytorch", 1, None, epochs_planned=1, training_time_s=10.0),
+            _row("pytorch", 1, None, repeat=2, epochs_planned=5, training_time_s=50.0)]
+    found = sweeps.series(rows, training_time=True)
+    assert sorted(s.seconds[1] for s in found) == [10.0, 50.0]
+
+
+def test_a_sweep_point_is_read_from_its_columns_not_its_text():
+    # The display text may hold anything (here a value with the old parsers' separator in it); the cell and the
+    # point come from the sweep columns alone.
+    rows = [_row("pytorch", n, 1.0 / n, sweep=f"threads={n}, note=a, threads=9", sweep_batch_size=8)
+            for n in (1, 2)]
+    (found,) = sweeps.series(rows)
+    assert list(found.seconds) == [1, 2] and found.context["sweep"] == "batch_size=8"
+    assert sweeps.point(rows[0]) == {"batch_size": 8, "threads": 1}
+

@@ -15,7 +15,7 @@ CIFAR = "cnn-cifar10-ilkarman"
 
 def _autotune(fw: str, value: str, time: float, device: str = "gpu", repeat: int = 1) -> dict[str, Any]:
     base = row(fw, CIFAR, device, repeat, time=time)
-    return {**base, "sweep": f"cudnn_autotune={value}", "cudnn_autotune": value,
+    return {**base, "sweep": f"cudnn_autotune={value}", "sweep_cudnn_autotune": value, "cudnn_autotune": value,
             "run_id": f"{base['run_id']}-{value}"}
 
 

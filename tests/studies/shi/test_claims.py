@@ -41,7 +41,7 @@ def test_shi_speedup_per_mini_batch_compares_seconds_per_sample_at_the_best_thre
 def _swept(fw: str, threads: int, seconds: float, repeat: int = 1, cores: int | None = 2) -> dict:
     """A run of a thread sweep: its sweep point, thread count, host physical cores, seconds per mini-batch."""
     return {**row(fw, "fcn-r-mnist", repeat=repeat, time=seconds * 20), "run_id": f"{fw}-t{threads}-r{repeat}",
-            "sweep": f"threads={threads}", "threads": threads, "physical_cores": cores,
+            "sweep": f"threads={threads}", "sweep_threads": threads, "threads": threads, "physical_cores": cores,
             "iteration_time_mean_s": seconds}
 
 
@@ -81,7 +81,8 @@ def test_shi_no_winner_compares_seconds_per_mini_batch_per_thread_count() -> Non
     # One thread count is one group only: not enough to decide.
     assert check(shi.shi_no_tool_fastest_everywhere, rows[:2]).verdict == INSUFFICIENT
     # Epoch-protocol runs of the same point form their own group (training time), never mixed with mini-batches.
-    epochs = [{**row("pytorch", "fcn-r-mnist", time=5.0), "threads": 1, "sweep": "threads=1", "run_id": "e1"},
-              {**row("mxnet", "fcn-r-mnist", time=9.0), "threads": 1, "sweep": "threads=1", "run_id": "e2"}]
+    point = {"threads": 1, "sweep": "threads=1", "sweep_threads": 1}
+    epochs = [{**row("pytorch", "fcn-r-mnist", time=5.0), **point, "run_id": "e1"},
+              {**row("mxnet", "fcn-r-mnist", time=9.0), **point, "run_id": "e2"}]
     res = check(shi.shi_no_tool_fastest_everywhere, rows[:2] + epochs)
     assert res.verdict == REPRODUCED and "at 1 thread, training time: best pytorch (5.000 s) of 2" in res.evidence

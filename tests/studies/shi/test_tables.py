@@ -48,7 +48,8 @@ def test_published_times_and_ratios_to_one_thread() -> None:
 
 def _row(fw: str, threads: int, seconds: float | None, **extra) -> dict:
     return {"run_id": f"{fw}-{threads}", "workload": "fcn-r-mnist", "framework": fw, "device": "cpu",
-            "status": "ok", "threads": threads, "sweep": f"threads={threads}", "era": "current", "runner": "local",
+            "status": "ok", "threads": threads, "sweep": f"threads={threads}", "sweep_threads": threads,
+            "era": "current", "runner": "local",
             "profile": "quick", "data_source": "real", "batch_size": 1024, "iteration_time_mean_s": seconds,
             **extra}
 

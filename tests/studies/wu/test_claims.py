@@ -17,6 +17,7 @@ def _point(fw: str, wl: str, axis: str, value: Any, **kw: Any) -> dict[str, Any]
     extra = {k: kw.pop(k) for k in ("blas_loaded", "blas") if k in kw}
     base = row(fw, wl, **kw)
     base.update(extra, sweep=f"{axis}={value}", run_id=f"{base['run_id']}-{axis}{value}")
+    base[f"sweep_{axis}"] = value
     if axis == "batch_size":
         base["batch_size"] = value
     if axis == "learning_rate":
