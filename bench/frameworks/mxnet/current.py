@@ -267,6 +267,13 @@ class _GRU(gluon.HybridBlock):
         return F.squeeze(F.slice_axis(out, axis=0, begin=-1, end=None), axis=0)
 
 
+def _steps_a_cell(block: gluon.HybridBlock) -> bool:
+    """Whether the block steps a cell by F.contrib.foreach: in a graph hybridized with static_shape=True, foreach
+    computes wrong, run-to-run varying values (MXNet 1.9.1; the CPU encoder's stepped cell) and, under load, its
+    backward fails ("We didn't record the computation for iteration ..."; the plain GRU); static_alloc alone is fine."""
+    return (isinstance(block, _LSTM) and block.cell is not None) or (isinstance(block, _GRU) and block.plain)
+
+
 class _BatchMajor(gluon.HybridBlock):
     """(T, N, C) -> (N, T, C): per-step outputs leave the model batch-major, like the labels."""
 
@@ -284,7 +291,7 @@ class SpecNet(gluon.HybridBlock):
             self.register_child(block)
         self.time_major_ids = time_major_ids  # token ids arrive (N, T); the LSTM wants (T, N, C)
         self.takes_lengths = takes_lengths
-        self.static_shape = True  # safe to hybridize with static_shape=True
+        self.static_shape = not any(_steps_a_cell(b) for b in blocks)
 
     def hybrid_forward(self, F, x, lengths=None, h0=None, c0=None):  # noqa: N803
         if self.time_major_ids:
@@ -305,9 +312,7 @@ class EncoderDecoder(gluon.HybridBlock):
         self.encoder = encoder
         self.decoder = decoder
         self.takes_lengths = True
-        # F.contrib.foreach (the CPU encoder's stepped cell) computes wrong, run-to-run varying
-        # values in a graph hybridized with static_shape=True (MXNet 1.9.1; static_alloc alone is fine).
-        self.static_shape = not any(isinstance(b, _LSTM) and b.cell is not None for b in encoder.blocks)
+        self.static_shape = not any(_steps_a_cell(b) for b in encoder.blocks)
 
     def hybrid_forward(self, F, x, lengths, x_dec):  # noqa: N803
         h, c = self.encoder(x, lengths)
