@@ -11,8 +11,7 @@ THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 # at MXNet's default of one in every era: a second worker only puts twice the OpenMP threads on the same cores, and
 # MXNet 1.3.0's wheel bundles an OpenBLAS (OpenMP build) whose exec_blas reads its buffer-in-use flag without a
 # fence, so a second caller arriving while the first is inside loops forever (it hung the paper image at two
-# threads, one core spinning on `jmp .`). Unset rather than set to 1: today's MXNet with the variable set at all
-# fails contrib.foreach's backward ("We didn't record the computation for iteration ...").
+# threads, one core spinning on `jmp .`). Unset, MXNet's default (one worker) holds in both eras.
 UNSET_VARS = ("MXNET_CPU_WORKER_NTHREADS",)
 
 
