@@ -4,7 +4,7 @@ Every runner calls exactly this (`python -m bench run --request R --out D`), in 
 environment or as a container's entrypoint. It reads nothing but the request (bench/request.py):
 the resolved workload spec, the rows of the subset, the prepared dataset (or the recipe of data it
 generates itself: bench/generated.py), device, threads and seed. It owns the clocks and the
-artifacts (bench/schema.py); the framework module only builds and trains the model.
+artifacts (bench/schema/); the framework module only builds and trains the model.
 
 Training time is the sum of the epochs' training passes, each closed by a device synchronize.
 The per-epoch test pass is timed separately (eval_time_s); model construction and data loading

@@ -3,7 +3,7 @@ message the host (campaign/execute.py) and a Kubernetes pod (the pod's script ru
 record for a process that ended without writing run.json (failure()), one mapping for all of them so they
 never drift apart.
 
-The causes are of two kinds (bench/schema.py: RESULT_CAUSES, SETUP_CAUSES). A failure of the framework under
+The causes are of two kinds (bench/schema/runfields.py: RESULT_CAUSES, SETUP_CAUSES). A failure of the framework under
 test is a result. A failure of the setup is not, and the next run of the campaign redoes it: the rule is
 that the kit refusing the run (a UsageError raised in the entrypoint, which `python -m bench` ends with exit
 status USAGE_EXIT and one line `error: ...`), a library the machine lacks, and anything that stops the run

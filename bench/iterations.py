@@ -3,7 +3,7 @@
 The entrypoint calls `run` instead of its epoch loop when the spec's measurement protocol is
 "iterations". The runner owns the clock: every step is timed alone with time.perf_counter() around
 ``trainer.step(); trainer.synchronize()``, so the device has finished the step before each clock
-read. Every step, warm-up included and marked, goes to iterations.csv (bench/schema.py); run.json's
+read. Every step, warm-up included and marked, goes to iterations.csv (bench/schema/iterations.py); run.json's
 timing gets the statistics of the measured steps only (schema.summarize_iterations). After the
 measured steps the test set is evaluated once, as the epoch protocol does after its last epoch.
 Data-parallel ranks (bench/dataparallel.py) run this same loop, each with a barrier before every

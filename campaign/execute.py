@@ -1,7 +1,7 @@
 """Running a planned campaign: what is missing runs, what is done is skipped, nothing half-done counts.
 
 Completed run folders (a valid run.json, ok or failed) are never touched again, but for a run that failed
-for its setup (bench/schema.py SETUP_CAUSES: a cancelled task, a missing library, bad data, a refused
+for its setup (bench/schema/runfields.py SETUP_CAUSES: a cancelled task, a missing library, bad data, a refused
 setting), which is not a result: the next run of the campaign moves it aside (kept) and runs it again, as
 --retry-failed does for every failed run. A run is written
 into `<id>.partial/` (its request.json first) and renamed to `<id>/` only once its run.json is

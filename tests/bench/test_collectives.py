@@ -1,4 +1,4 @@
-"""bench/collectives: the all-reduce workload's settings, its collective.csv and run.json (bench/schema.py),
+"""bench/collectives: the all-reduce workload's settings, its collective.csv and run.json (bench/schema/),
 nccl-tests' bandwidths, and (slow) a real 2-rank Gloo all-reduce through `python -m bench run`."""
 
 from __future__ import annotations

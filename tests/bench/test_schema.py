@@ -1,6 +1,10 @@
 """The artifact schema is enforced on write and on read."""
 
+import ast
+import importlib
 import json
+import pkgutil
+from pathlib import Path
 
 import pytest
 
@@ -271,3 +275,27 @@ def test_a_malformed_python_build_base_or_cpu_flags_is_refused(where, value, mes
     (record["host"] if where == "cpu_flags" else record["environment"])[where] = value
     with pytest.raises(schema.SchemaError, match=message):
         schema.validate_run(record, "r.json")
+
+
+
+def _top_level_names(source: str):
+    """The names a module's source defines at its top: functions, classes, assigned names."""
+    for node in ast.parse(source).body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            yield node.name
+        elif isinstance(node, ast.Assign):
+            for target in node.targets:
+                yield from (e.id for e in getattr(target, "elts", [target]))
+
+
+def test_the_package_re_exports_every_name_its_modules_define():
+    """`schema.<name>` reaches each public name defined at the top of a bench/schema/ module (its __init__
+    lists them once): a name added to a module but not to the package would be found missing here."""
+    names = {}
+    for info in pkgutil.iter_modules(schema.__path__):
+        module = importlib.import_module(f"{schema.__name__}.{info.name}")
+        names.update((name, module) for name in _top_level_names(Path(module.__file__).read_text(encoding="utf-8"))
+                     if not name.startswith("_"))
+    assert len(names) > 70 and {"read_run", "RUN_FILE", "read_monitor", "summarize_collective"} <= set(names)
+    missing = sorted(n for n, module in names.items() if getattr(schema, n, None) is not getattr(module, n))
+    assert not missing, f"bench/schema/__init__.py does not re-export {missing}"
