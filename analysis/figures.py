@@ -26,7 +26,7 @@ from analysis.reference import ORIGIN_PAPER, device_env, published_for  # noqa: 
 from analysis.runs import Campaign, training_window_samples  # noqa: E402
 from analysis.scoreboard import ACCURACY, TIME, ScoreRow, score_rows  # noqa: E402
 from analysis.stats import describe  # noqa: E402
-from analysis.summary import CELL_KEYS, CellSummary  # noqa: E402
+from analysis.summary import SHOWN_KEYS, CellSummary  # noqa: E402
 from analysis.sweeps import group_label, minibatch_seconds, sweep_groups  # noqa: E402
 from analysis.transfer import ACCURACY_TOLERANCE_PP  # noqa: E402
 from bench import atomic  # noqa: E402
@@ -57,7 +57,7 @@ class FigureFile:
 def _varying_keys(cells: Sequence[CellSummary]) -> list[str]:
     # Besides the framework, name only the cell keys that differ within the campaign, so a plain
     # one-device campaign says "pytorch" and a mixed one says "pytorch (gpu, docker)".
-    return [k for k in CELL_KEYS if k not in ("workload", "framework")
+    return [k for k in SHOWN_KEYS if k not in ("workload", "framework")
             and len({c.key[k] for c in cells}) > 1]
 
 

@@ -14,11 +14,12 @@ from statistics import mean
 from typing import Any
 
 from analysis import sweeps
-from analysis.summary import CELL_KEYS
+from analysis.summary import CELL_IDENTITY
 
 AXIS = "ranks"
-# A group's key as shown: the cell keys, with the sweep point less its ranks (display text).
-GROUP_KEYS = tuple(k for k in CELL_KEYS if k != "sweep") + ("other_sweep",)
+# A group's key as shown: the cell's identity, with the sweep point less its ranks (display text; the groups are
+# sweeps.cells', on the sweep columns).
+GROUP_KEYS = (*CELL_IDENTITY, "other_sweep")
 
 
 @dataclass(frozen=True)

@@ -76,7 +76,7 @@ class ScoreRow:
 
     @property
     def key(self) -> dict[str, str]:
-        """The cell's key (analysis.summary.CELL_KEYS)."""
+        """The cell's key as shown (analysis.summary.SHOWN_KEYS)."""
         return self.cell.key
 
     def score(self, metric: str) -> Score:

@@ -1,8 +1,9 @@
 """Per-cell summaries of the run table, computed with pandas, and the tables written beside the report.
 
-A cell is the runs that differ only in repeat and seed (CELL_KEYS). ``summary_table`` is one row per cell
-(tables/summary.csv): counts of ok and failed runs, failure causes, and each SUMMARY_METRICS column's n,
-mean, sample standard deviation and 95 % Student-t interval over the cell's successful runs.
+A cell is the runs that differ only in repeat and seed (CELL_KEYS: a groupby on those columns, a sweep's point by its
+own columns, never by its display text). ``summary_table`` is one row per cell (tables/summary.csv): counts of ok
+and failed runs, failure causes, and each SUMMARY_METRICS column's n, mean, sample standard deviation and 95 %
+Student-t interval over the cell's successful runs.
 ``summarize`` hands the same figures to the report's sections as CellSummary objects.
 """
 
@@ -10,23 +11,27 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from analysis.runs import RUN_COLUMNS, Campaign, records, run_frame
+from analysis.runs import RUN_COLUMNS, SWEEP_COLUMNS, Campaign, records, run_frame
 from analysis.stats import DEFAULT_CONFIDENCE, INSUFFICIENT_DATA, Estimate
 from bench import atomic
 
 # A summary cell: runs that differ only in repeat/seed. Profile and data source are part of the
 # key because a mean over a quick and a paper run (or real and synthetic data) means nothing; the
 # era too: paper-era and current-era runs of one workload are two experiments, never repeats of one;
-# and a study sweep's point (analysis.runs.sweep_text: '' outside a sweep).
-CELL_KEYS: tuple[str, ...] = ("workload", "framework", "era", "device", "runner", "profile", "data_source",
-                              "sweep")
+# and a study sweep's point, by its columns (one per axis, sweep_<axis>: analysis.runs.SWEEP_COLUMNS).
+CELL_IDENTITY: tuple[str, ...] = ("workload", "framework", "era", "device", "runner", "profile", "data_source")
+CELL_KEYS: tuple[str, ...] = (*CELL_IDENTITY, *SWEEP_COLUMNS.values())
+# How a cell is shown (CellSummary.key, the tables' key columns): its identity and its sweep point as text (the run
+# table's `sweep`, 'batch_size=16, threads=4', '' outside a sweep). Display only: one text per point, nothing
+# groups or matches on it; cells are listed in the order of these keys.
+SHOWN_KEYS: tuple[str, ...] = (*CELL_IDENTITY, "sweep")
 
 # Run-table columns summarized over the successful repeats of a cell.
 SUMMARY_METRICS: tuple[str, ...] = (
@@ -41,7 +46,7 @@ SUMMARY_METRICS: tuple[str, ...] = (
 _STATISTICS: tuple[str, ...] = ("n", "mean", "std", "ci95_low", "ci95_high")
 
 SUMMARY_COLUMNS: tuple[str, ...] = (
-    *CELL_KEYS, "n_ok", "n_failed", "failure_causes",
+    *SHOWN_KEYS, *SWEEP_COLUMNS.values(), "n_ok", "n_failed", "failure_causes",
     *(f"{m}_{s}" for m in SUMMARY_METRICS for s in _STATISTICS),
     "notes", "run_ids",
 )
@@ -59,18 +64,27 @@ FLOAT_FORMAT = "%.10g"
 
 # --- Summaries -----------------------------------------------------------------------------
 
-def cell_keys(frame: pd.DataFrame) -> list[pd.Series]:
-    """Each row's cell key columns (CELL_KEYS) as text ("None" where a key was not recorded)."""
-    return [frame[k].astype(object).where(frame[k].notna(), None).map(str) for k in CELL_KEYS]
+def _text(column: pd.Series) -> pd.Series:
+    """A column's values as text ("None" where a value was not recorded)."""
+    return column.astype(object).where(column.notna(), None).map(str)
+
+
+def cell_keys(frame: pd.DataFrame, keys: tuple[str, ...] = CELL_KEYS) -> list[pd.Series]:
+    """Each row's cell key columns (CELL_KEYS) as text ("None" where a key was not recorded; a column the frame
+    lacks is not recorded)."""
+    return [_text(frame[k]) if k in frame.columns else pd.Series("None", index=frame.index) for k in keys]
 
 
 def summary_table(table: pd.DataFrame | Iterable[dict[str, Any]]) -> pd.DataFrame:
-    """One row per cell (SUMMARY_COLUMNS), cells in sorted key order.
+    """One row per cell (SUMMARY_COLUMNS), cells in the order of their shown keys (SHOWN_KEYS).
 
     Only successful runs count in a metric's statistics; a missing or non-finite value is not measured.
     With n < 2 a metric has no std and no interval (NaN): the notes column says INSUFFICIENT_DATA.
     """
     frame = table if isinstance(table, pd.DataFrame) else run_frame(table)
+    missing = [k for k in (*SHOWN_KEYS, *SWEEP_COLUMNS.values()) if k not in frame.columns]
+    if missing:  # hand-made rows of no sweep: '' and empty, as the run table has them
+        frame = frame.assign(**{k: "" if k == "sweep" else None for k in missing})
     keys = cell_keys(frame)
     ok = frame["status"] == "ok"
     out = pd.DataFrame({"n_ok": ok.groupby(keys).sum(), "n_failed": (~ok).groupby(keys).sum()})
@@ -88,7 +102,13 @@ def summary_table(table: pd.DataFrame | Iterable[dict[str, Any]]) -> pd.DataFram
     thin = zip(*(np.where(out[f"{m}_n"] == 1, m, "") for m in SUMMARY_METRICS), strict=True)
     out["notes"] = [f"{INSUFFICIENT_DATA} (n<2): {', '.join(filter(None, t))}" if any(t) else "" for t in thin]
     out["run_ids"] = frame["run_id"].groupby(keys).agg(";".join)
-    return out.reset_index(names=list(CELL_KEYS))[list(SUMMARY_COLUMNS)]
+    # A cell's point as recorded (its sweep columns' values, one per cell) and as shown.
+    point = frame[[*SWEEP_COLUMNS.values(), "sweep"]].groupby(keys).first().reindex(out.index)
+    out = pd.concat([out.index.to_frame(index=False, name=list(CELL_KEYS))[list(CELL_IDENTITY)],
+                     point.reset_index(drop=True), out.reset_index(drop=True)], axis=1)
+    shown = pd.DataFrame(dict(zip(SHOWN_KEYS, cell_keys(out, SHOWN_KEYS), strict=True)))
+    return out.loc[shown.sort_values(list(SHOWN_KEYS), kind="stable").index, list(SUMMARY_COLUMNS)].reset_index(
+        drop=True)
 
 
 def learnt(accuracy, majority, margin_pp: float = LEARNT_MARGIN_PP):
@@ -122,12 +142,14 @@ def t_quantile(n: pd.Series, confidence: float = DEFAULT_CONFIDENCE) -> pd.Serie
 @dataclass
 class CellSummary:
     """The runs of one cell (see CELL_KEYS) and their estimates over successful repeats: one row of
-    summary_table with the cell's run-table rows."""
+    summary_table with the cell's run-table rows. `key` is how the cell is shown (SHOWN_KEYS), `identity` what
+    makes it one cell (CELL_KEYS as text): what cells are grouped and matched on."""
 
     key: dict[str, str]
     rows: list[dict[str, Any]]
     estimates: dict[str, Estimate]
     causes: str = ""  # 'cause:count' pairs of the failed runs (summary_table's failure_causes)
+    identity: dict[str, str] = field(default_factory=dict)
 
     @property
     def ok_rows(self) -> list[dict[str, Any]]:
@@ -172,10 +194,10 @@ def summarize(table: pd.DataFrame | Iterable[dict[str, Any]],
     for key, row in zip(zip(*cell_keys(frame)), records(frame), strict=True):
         members.setdefault(key, []).append(row)
     out = []
-    for cell in records(summary):
-        key = {k: cell[k] for k in CELL_KEYS}
-        out.append(CellSummary(key, members[tuple(key.values())],
-                               {m: _estimate(cell, m) for m in SUMMARY_METRICS}, cell["failure_causes"]))
+    for identity, cell in zip(zip(*cell_keys(summary)), records(summary), strict=True):
+        out.append(CellSummary({k: cell[k] for k in SHOWN_KEYS}, members[identity],
+                               {m: _estimate(cell, m) for m in SUMMARY_METRICS}, cell["failure_causes"],
+                               dict(zip(CELL_KEYS, identity, strict=True))))
     return out
 
 

@@ -34,7 +34,7 @@ AXIS = "threads"
 # the groups' sort order.
 CELL_IDENTITY = ("era", "workload", "framework", "device", "runner", "profile", "data_source", "epochs_planned")
 # What else separates two series of one workload, framework and device: they are never averaged together.
-# The sweep's other axes are the context's "sweep" (display text).
+# The sweep's other axes are the series' `others` (from their columns) and the context's "sweep" (display text).
 CONTEXT_KEYS = ("era", "runner", "profile", "data_source", "batch_size")
 # A series' identity: the cell's, with the device as its class (a study's 'cpu' or 'gpu', so every GPU name is one
 # series: analysis.reference.device_env) and, deliberately, the batch size: a Shi experiment gives each device
@@ -116,8 +116,9 @@ def cells(rows: Iterable[dict[str, Any]], axis: str | None, identity: Sequence[s
 @dataclass
 class Series:
     """The ok runs of one workload and framework on one device ('cpu' or 'gpu': analysis.reference.device_env)
-    in one context (CONTEXT_KEYS and the sweep's other axes), by thread count (None: not recorded), all timed
-    alike: per_minibatch, seconds per measured mini-batch, else the training time."""
+    in one context (CONTEXT_KEYS and the sweep's other axes: `others`, {axis: value} from the sweep columns; the
+    context's "sweep" shows them), by thread count (None: not recorded), all timed alike: per_minibatch, seconds
+    per measured mini-batch, else the training time."""
 
     workload: str
     framework: str
@@ -125,6 +126,12 @@ class Series:
     context: dict[str, Any]
     per_minibatch: bool
     runs: dict[int | None, list[dict[str, Any]]] = field(default_factory=dict)
+    others: dict[str, Any] = field(default_factory=dict)
+
+    def context_key(self) -> tuple:
+        """The series' context as a key to group or match series on: CONTEXT_KEYS' values as text and the other
+        axes' (axis, value) pairs, never the display text."""
+        return (*(str(self.context[k]) for k in CONTEXT_KEYS), tuple(self.others.items()))
 
     def time(self, row: dict[str, Any]) -> float:
         """A run's time as this series counts it."""
@@ -160,7 +167,8 @@ def series(rows: Iterable[dict[str, Any]], training_time: bool = False) -> list[
         first = members[0]
         context = {**{k: first.get(k) for k in CONTEXT_KEYS}, "sweep": other_axes(first)}
         s = Series(first["workload"], first["framework"], device_env(first["device"]), context,
-                   minibatch_seconds(first) is not None)
+                   minibatch_seconds(first) is not None,
+                   others={a: v for a, v in point(first).items() if a != AXIS})
         for row in members:
             threads = finite(row.get(AXIS))
             s.runs.setdefault(None if threads is None else int(threads), []).append(row)

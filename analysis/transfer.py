@@ -22,7 +22,7 @@ from analysis.reference import (
     published_for,
 )
 from analysis.stats import StatResult, kendall
-from analysis.summary import CELL_KEYS, CellSummary
+from analysis.summary import CELL_KEYS, SHOWN_KEYS, CellSummary
 
 # Test accuracy "within tolerance" of a published value: |measured mean - published| <= this,
 # in percentage points. Two points is about the spread the paper itself reports between runs and
@@ -37,20 +37,24 @@ ORDER_METRICS: tuple[str, ...] = ("test_accuracy", "training_time", "cpu_utiliza
                                   "gpu_utilization_mean", "memory_mean")
 LOWER_IS_BETTER = {"training_time"}
 
-GROUP_KEYS: tuple[str, ...] = tuple(k for k in CELL_KEYS if k != "framework")
+# A comparison group as shown: every shown cell key except the framework (frameworks compete in it).
+GROUP_KEYS: tuple[str, ...] = tuple(k for k in SHOWN_KEYS if k != "framework")
 
 
 def group_key(cell: CellSummary) -> tuple[str, ...]:
-    """The cell's comparison group: every cell key except the framework (frameworks compete in it)."""
-    return tuple(cell.key[k] for k in GROUP_KEYS)
+    """The cell's comparison group: every cell key (CELL_KEYS, the sweep point by its columns) except the
+    framework."""
+    return tuple(cell.identity[k] for k in CELL_KEYS if k != "framework")
 
 
 def framework_groups(cells: Iterable[CellSummary]) -> dict[tuple[str, ...], list[CellSummary]]:
-    """Cells grouped by group_key, in sorted group order, frameworks sorted within a group."""
+    """Cells grouped by group_key, groups in the order they are shown (GROUP_KEYS), frameworks sorted within a
+    group."""
     groups: dict[tuple[str, ...], list[CellSummary]] = {}
     for cell in cells:
         groups.setdefault(group_key(cell), []).append(cell)
-    return {k: sorted(v, key=lambda c: c.key["framework"]) for k, v in sorted(groups.items())}
+    order = sorted(groups.items(), key=lambda kv: tuple(kv[1][0].key[k] for k in GROUP_KEYS))
+    return {k: sorted(v, key=lambda c: c.key["framework"]) for k, v in order}
 
 
 def framework_specific(device: str, workload: str, framework: str, metric: str,

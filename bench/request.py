@@ -26,7 +26,8 @@ Fields (all required; ``validate`` checks them on write and on read):
   reads no data (``dataset = "none"``: a collective, bench/collectives, times buffers it fills itself)
   has dataset and source "none", arrays_sha256 and path "" and null indices (``no_data``).
 - ``device`` (cpu or gpu), ``threads`` (null = all the run may use), ``seed``, ``repeat``.
-- ``campaign``, ``runner`` (one of RUNNERS); ``environment``: ``env_id`` (lock sha256, image id,
+- ``campaign``, ``runner`` (the name of the host runner that launched it, a plain name here: RUNNER_RULE);
+  ``environment``: ``env_id`` (lock sha256, image id,
   or for the system runner the sha256 of the installed packages) and ``image_digest`` (docker
   runs); ``monitor``: false only to time the monitor's own cost.
 
@@ -55,17 +56,17 @@ import os
 from pathlib import Path
 from typing import Optional
 
-from bench import atomic, generated, hashing, measurement
+from bench import atomic, generated, hashing, measurement, names
 from bench.errors import UsageError
 
 REQUEST_VERSION = 1
 REQUEST_FILE = "request.json"
 DEVICES = ("cpu", "gpu")
 ERAS = ("current", "paper")
-# docker: a kit image; local: a virtual environment from a kit lock; system: the Python environment
-# the campaign runs on, as it is (no kit image or lock); charliecloud: a kit image converted for
-# Charliecloud's ch-run (HPC sites without Docker).
-RUNNERS = ("local", "docker", "system", "charliecloud")
+# The runners are the host's (campaign/runners/<name>.py, found there): the host checks a request's runner against
+# them when it makes the request (campaign.requests.resolve), the payload, which cannot import host code, its form
+# (a plain name) on write and on read, and what the system and wrapper runners' records must carry (below).
+RUNNER_RULE = "a runner's name, " + names.RULE
 WRAPPERS = ("charliecloud",)
 CONTAINER_FIELDS = {"wrapper": (str,), "reference": (str,), "sha256": (str,)}
 SYSTEM_RUNNER = "system"
@@ -188,8 +189,8 @@ def validate(request: dict, where: str = REQUEST_FILE) -> dict:
     if problem:
         raise RequestError(where, problem)
     _check(request["environment"], ENVIRONMENT_FIELDS, f"{where}: environment", OPTIONAL_ENVIRONMENT_FIELDS)
-    if request["runner"] not in RUNNERS:
-        raise RequestError(where, f"runner {request['runner']!r} is not one of {RUNNERS}")
+    if not names.is_plain(request["runner"]):
+        raise RequestError(where, f"runner {request['runner']!r} is not {RUNNER_RULE}")
     problem = (system_environment_problem(request["runner"], request["environment"])
                or container_problem(request["runner"], request["environment"])
                or limits_problem(request["environment"]) or data_path_problem(request["data"]["path"]))

@@ -113,7 +113,11 @@ def resolve(*, framework: str, era: str, workload: str, profile: str, spec: dict
             device: str, threads: int | None, seed: int, repeat: int, campaign: str, runner: str,
             environment: Environment, monitor: bool = True, sweep: dict | None = None) -> dict:
     """The run request of one run (validated, with its run_id); `sweep`: the study sweep's point it runs at
-    ({axis: value}; None or empty: no sweep). `dataset`: the prepared dataset, None for generated data or none."""
+    ({axis: value}; None or empty: no sweep). `dataset`: the prepared dataset, None for generated data or none.
+    `runner`: one of campaign.runners.discovered() (the payload checks only its form)."""
+    from campaign.runners import check_name  # here: campaign.runners imports this module
+
+    check_name(runner, auto=False)
     if request.reads_no_data(spec):  # a collective: buffers it fills itself (bench/collectives)
         data = request.no_data()
     elif generated.is_generated(spec):

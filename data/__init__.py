@@ -10,7 +10,7 @@ Run ``python -m data --help`` from the repo root. Public API (other code imports
 - data.download:  download(dataset, root, *, mirror=None, manifest=None, retries=2, timeout=60.0,
                   progress=True) -> raw folder; fetch_file(...); candidate_urls(...)
 - data.prepare:   prepare(dataset, raw, out, *, source="real", manifest=None, force=False,
-                  progress=True) -> prepared folder; PREPARERS
+                  progress=True) -> prepared folder; preparers(manifest=None), find_preparer(name)
 - data.synthetic: make_synthetic(dataset, root, *, sizes=None, seed=0, progress=True) -> prepared folder;
                   generate(dataset, root, *, sizes=None, seed=0, progress=False) -> raw folder;
                   GENERATORS {name: writer(raw, n_train, n_test, seed)}, imdb_archive_bytes(...)
@@ -18,7 +18,7 @@ Run ``python -m data --help`` from the repo root. Public API (other code imports
 - data.text:      tokenize(text) (the IMDB tokenizer)
 - data.paths:     raw_dir(root, dataset, source="real"), prepared_dir (from bench.prepared)
 - data.cifar, data.svhn, data.ptb, data.manythings: one module per dataset, each with its prepare
-                  function (registered in data.prepare.PREPARERS) and synthetic writer (in
+                  function prepare_<name> (found by name: data.prepare.find_preparer) and synthetic writer (in
                   data.synthetic.GENERATORS); data.digits draws the synthetic digits (MNIST, SVHN)
 
 Only the standard library and numpy are needed, and scipy for SVHN's .mat files (imported only there).

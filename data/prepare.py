@@ -1,8 +1,10 @@
 """Raw files -> the prepared format of bench/prepared.py (arrays.npz + meta.json).
 
-One prepare function per dataset, registered in PREPARERS under the name the manifest's
-``prepare`` key uses. MNIST and IMDB are here; CIFAR-10/100, SVHN, PTB and spa-eng live in their
-own modules (data/cifar.py, svhn.py, ptb.py, manythings.py, each with its synthetic writer).
+One prepare function per dataset, found by its name, not registered: ``prepare_<name>`` in any module of the data
+package (find_preparer), <name> being the manifest's ``prepare`` key. MNIST and IMDB are here; CIFAR-10/100, SVHN,
+PTB and spa-eng live in their own modules (data/cifar.py, svhn.py, ptb.py, manythings.py, each with its synthetic
+writer); a new dataset's goes in a module of its own, data/<dataset>.py. A function's version is its ``version``
+attribute (``prepare_<name>.version = 2`` after it, when its output changes), 1 without one.
 Each returns the arrays and dataset-specific meta; :func:`prepare` does the rest the same way for
 all: checks the raw files, skips when already up to date, writes the folder atomically, and
 records sha256s and how each raw file was verified (meta.json "raw_files" and "raw_verification":
@@ -17,7 +19,10 @@ and checked before prepare returns. Hashing costs about 0.16 s per 306 MB (SVHN,
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import json
+import pkgutil
 import re
 import sys
 import tarfile
@@ -30,9 +35,10 @@ from typing import Any
 
 import numpy as np
 
+import data
 from bench.errors import UsageError
 from bench.prepared import ARRAYS_FILE, FORMAT_VERSION, META_FILE, arrays_problem, check_source
-from data import cifar, digests, manythings, ptb, svhn, text
+from data import digests, text
 from data.formats import RawFormatError, read_idx
 from data.fsutil import atomic_folder, sha256_file
 from data.manifest import DatasetSpec, Manifest, as_manifest
@@ -146,15 +152,36 @@ class Preparer:
     version: int
 
 
-PREPARERS: dict[str, Preparer] = {
-    "mnist": Preparer(prepare_mnist, version=1),
-    "imdb": Preparer(prepare_imdb, version=1),
-    "cifar10": Preparer(cifar.prepare_cifar10, version=1),
-    "cifar100": Preparer(cifar.prepare_cifar100, version=1),
-    "svhn": Preparer(svhn.prepare_svhn, version=1),
-    "ptb": Preparer(ptb.prepare_ptb, version=1),
-    "manythings": Preparer(manythings.prepare_manythings, version=1),
-}
+# A prepare function's name: this prefix and the manifest's `prepare` key.
+PREFIX = "prepare_"
+
+
+def data_modules() -> list[Any]:
+    """Every module of the data package (data/<module>.py, in each folder on its path), imported; not the CLI."""
+    return [importlib.import_module(f"{data.__name__}.{m.name}") for m in pkgutil.iter_modules(data.__path__)
+            if not m.ispkg and m.name != "__main__"]
+
+
+def dataset_function(prefix: str, name: str) -> Callable | None:
+    """The function `prefix + name` a module of the data package defines (not one it imports), or None."""
+    found = [f for module in data_modules() if inspect.isfunction(f := vars(module).get(prefix + name))
+             and f.__module__ == module.__name__]
+    if len(found) > 1:
+        raise AssertionError(f"{prefix}{name} is defined in {len(found)} modules of data/, not one")
+    return found[0] if found else None
+
+
+def find_preparer(name: str) -> Preparer | None:
+    """The prepare step the manifest's `prepare` key `name` names (prepare_<name>), or None."""
+    func = dataset_function(PREFIX, name)
+    return None if func is None else Preparer(func, getattr(func, "version", 1))
+
+
+def preparers(manifest: Manifest | Mapping[str, Any] | None = None) -> dict[str, Preparer]:
+    """The prepare step of every dataset of the manifest (default: data/manifest.toml) that has one, by its
+    `prepare` key, in name order."""
+    keys = sorted({spec.prepare for spec in as_manifest(manifest).datasets.values()})
+    return {k: p for k in keys if (p := find_preparer(k)) is not None}
 
 
 def prepare(
@@ -179,10 +206,12 @@ def prepare(
     """
     check_source(source)
     spec = as_manifest(manifest).get(dataset)
-    preparer = PREPARERS.get(spec.prepare)
+    preparer = find_preparer(spec.prepare)
     if preparer is None:
-        raise UsageError(f"dataset '{dataset}' has no prepare step '{spec.prepare}' yet",
-                         f"choose from: {', '.join(sorted(PREPARERS))}")
+        raise UsageError(f"dataset '{dataset}' has no prepare step '{spec.prepare}' yet (no function "
+                         f"{PREFIX}{spec.prepare} in data/)",
+                         f"choose from: {', '.join(preparers(manifest)) or 'none'} (its manifest entry's prepare "
+                         f"key), or define {PREFIX}{spec.prepare}(raw) in a module data/{dataset}.py")
     raw, out = Path(raw), Path(out)
     redo = _redo_hint(dataset, source)
     raw_files, verification = _raw_sha256s(spec, raw, source, redo)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from analysis.summary import CELL_KEYS, CellSummary
+from analysis.summary import SHOWN_KEYS, CellSummary
 from analysis.transfer import GROUP_KEYS
 
 
 def cell_columns(cells: Sequence[CellSummary]) -> list[str]:
     """Cell keys for a per-cell table: workload, framework and device always, the other keys when they vary."""
-    return [k for k in CELL_KEYS if k in ("workload", "framework", "device")
+    return [k for k in SHOWN_KEYS if k in ("workload", "framework", "device")
             or len({c.key[k] for c in cells}) > 1]
 
 

@@ -1,6 +1,10 @@
 """Runners: how a run's entrypoint is launched. Every runner calls `python -m bench run` on the
 run's request.json (bench/request.py), written into the run folder before the launch.
 
+A runner is a module of this folder, found there (discovered(): campaign/runners/<name>.py, not registered): it
+defines the class whose `name` is the module's name, and get() gives that class's constructor those of device, era,
+gpus, data_root and limits it takes. Helper modules start with '_'.
+
 A runner prepares a framework's environment once per campaign (returning its identity: the lock's
 sha256 for a virtual environment, the image id and digest for a container, the installed packages'
 sha256 for the Python environment the campaign runs on) and launches single runs, each writing
@@ -15,6 +19,8 @@ request's environment.limits, which run.json carries (null: not applied).
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import os
 import re
 import sys
@@ -25,7 +31,7 @@ from typing import IO, Protocol
 
 from bench.errors import UsageError
 from bench.gpu import GPU_INDEX_VAR, GPU_NAME_VAR, GPU_UUID_VAR
-from bench.request import REQUEST_FILE, RUNNERS
+from bench.request import REQUEST_FILE
 from campaign.requests import Environment
 
 # Host memory a container's default limit leaves to everything else (the engine, the campaign, the desktop):
@@ -236,31 +242,36 @@ def get(name: str, device: str = "cpu", era: str = "current", gpus: tuple[GpuSlo
     """The runner called `name` ('auto': docker where an engine answers, else local, saying which);
     `gpus`, the GPUs a GPU campaign uses, are what the docker and local runners' pre-flight checks;
     `data_root` is where requests' data paths are resolved (default: bench.request.data_folder's);
-    `limits`, the docker runner's bounds on each run (default: container_limits())."""
+    `limits`, the docker runner's bounds on each run (default: container_limits()). Each runner's constructor
+    is given those of these it takes."""
     if check_name(name) == "auto":
         name, why = choose_auto()
         print(f"runner: {name} ({why})", flush=True)
-    if name == "local":
-        from campaign.runners.local import LocalRunner
-
-        return LocalRunner(era=era, device=device, gpus=gpus, data_root=data_root)
-    if name == "docker":
-        from campaign.runners.docker import DockerRunner
-
-        return DockerRunner(device=device, era=era, gpus=gpus, data_root=data_root, limits=limits)
-    if name == "charliecloud":
-        from campaign.runners.charliecloud import CharliecloudRunner
-
-        return CharliecloudRunner(device=device, era=era, data_root=data_root)
-    if name == "system":
-        from campaign.runners.system import SystemRunner
-
-        return SystemRunner(device=device, era=era, data_root=data_root)
-    raise AssertionError(f"runner '{name}' is in RUNNERS but get() makes none")
+    given = {"device": device, "era": era, "gpus": gpus, "data_root": data_root, "limits": limits}
+    cls = runner_class(name)
+    return cls(**{k: v for k, v in given.items() if k in inspect.signature(cls).parameters})
 
 
-def check_name(name: str) -> str:
-    """Return a runner name RUNNER may give (one of RUNNERS, or 'auto'), else the one-line UsageError."""
-    if name != "auto" and name not in RUNNERS:
-        raise UsageError(f"unknown runner '{name}'", f"choose from: {', '.join(RUNNERS)} (RUNNER=...)")
+def discovered() -> tuple[str, ...]:
+    """Every runner: the modules of this package's folders (campaign/runners/<name>.py), sorted; '_' marks a
+    helper module."""
+    return tuple(sorted({p.stem for folder in __path__ for p in Path(folder).glob("*.py")
+                         if not p.stem.startswith("_")}))
+
+
+def runner_class(name: str) -> type:
+    """The class runner module `name` defines whose `name` is the module's name (the runner's contract)."""
+    module = importlib.import_module(f"{__name__}.{name}")
+    found = [c for c in vars(module).values()
+             if inspect.isclass(c) and c.__module__ == module.__name__ and getattr(c, "name", None) == name]
+    if len(found) != 1:
+        raise AssertionError(f"{module.__file__} defines {len(found)} classes named '{name}', not one")
+    return found[0]
+
+
+def check_name(name: str, auto: bool = True) -> str:
+    """Return a runner name RUNNER may give (one of discovered(), or 'auto' where `auto`), else the one-line
+    UsageError."""
+    if not (auto and name == "auto") and name not in discovered():
+        raise UsageError(f"unknown runner '{name}'", f"choose from: {', '.join(discovered())} (RUNNER=...)")
     return name

@@ -75,15 +75,18 @@ def _per_sample_speedups(t: ResultsTable) -> list[tuple[str, float, list[str]]]:
     batch size, at the fastest thread count) over the GPU's. Per sample, because an experiment may give a
     device its own batch size (shi-gpu's LSTM runs Table 7's GPU batch, 128, against the CPU's 256)."""
     sides: dict[tuple, dict[str, list[tuple[float, Series]]]] = {}
+    shown: dict[tuple, tuple[str, ...]] = {}  # each pair's order in the evidence: by its display text
     for s in series(t.ok_rows):
         batch = finite(s.context["batch_size"])
         if not batch:
             continue
-        key = (s.workload, s.framework, *(str(s.context[k]) for k in ("era", "profile", "data_source", "sweep")))
+        context = tuple(str(s.context[k]) for k in ("era", "profile", "data_source"))
+        key = (s.workload, s.framework, *context, tuple(s.others.items()))
+        shown[key] = (s.workload, s.framework, *context, s.context["sweep"])
         per_sample = min(s.seconds.values()) / batch
         sides.setdefault(key, {}).setdefault(s.device, []).append((per_sample, s))
     out = []
-    for key, by_device in sorted(sides.items()):
+    for key, by_device in sorted(sides.items(), key=lambda kv: shown[kv[0]]):
         if "cpu" not in by_device or "gpu" not in by_device:
             continue
         cpu, cpu_series = min(by_device["cpu"], key=lambda v: v[0])
@@ -118,14 +121,17 @@ def _speed_groups(t: ResultsTable) -> dict[tuple, dict[str, tuple[float, list[di
     """Each comparison group's frameworks, each with its mean time and runs: a group is one thread count (-1: not
     recorded) of the frameworks' series (analysis/sweeps.py) of one workload, device and context (era, runner,
     profile, data, batch size, the sweep's other axes and what the time is: seconds per measured mini-batch,
-    else the training time, never both in one group)."""
+    else the training time, never both in one group). Grouped on the series' context_key; keyed and ordered by
+    what the evidence shows (workload, device, threads, the context's values as text, per mini-batch)."""
     groups: dict[tuple, dict[str, tuple[float, list[dict]]]] = {}
+    shown: dict[tuple, tuple] = {}  # each group's order: by its display text
     for s in series(t.ok_rows, training_time=True):
         for threads, seconds in s.seconds.items():
-            key = (s.workload, s.device, -1 if threads is None else threads, *map(str, s.context.values()),
-                   s.per_minibatch)
+            count = -1 if threads is None else threads
+            key = (s.workload, s.device, count, s.context_key(), s.per_minibatch)
+            shown[key] = (s.workload, s.device, count, *map(str, s.context.values()), s.per_minibatch)
             groups.setdefault(key, {})[s.framework] = (seconds, s.runs[threads])
-    return {k: groups[k] for k in sorted(groups)}
+    return {shown[k]: groups[k] for k in sorted(groups, key=shown.get)}
 
 
 def shi_no_tool_fastest_everywhere(t: ResultsTable) -> ClaimResult:

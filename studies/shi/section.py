@@ -89,7 +89,7 @@ def _cpu_blocks(ctx: ReportContext, all_series: list[shi.MeasuredSeries]) -> lis
         measured_any = {s.framework for s in mine}
         contexts: dict[tuple, dict[str, shi.MeasuredSeries]] = {}
         for s in mine:
-            contexts.setdefault(tuple(str(v) for v in s.context.values()), {})[s.framework] = s
+            contexts.setdefault(s.context_key(), {})[s.framework] = s
         for by_fw in contexts.values():
             first = next(iter(by_fw.values()))
             blocks.append(Para(f"{network} (the kit's `{workload}`; {_context_text(first.context)}; the study's "

@@ -157,3 +157,21 @@ def test_iteration_protocol_cells_summarize_their_seconds_per_mini_batch() -> No
     assert fcn["iteration_time_std_s_mean"] == pytest.approx(0.15)
     keras = cell(table, "keras", "cnn-mnist")
     assert keras["iteration_time_mean_s_n"] == 0 and "iteration_time" not in keras["notes"]
+
+
+def test_a_cell_is_its_sweep_columns_never_its_display_text() -> None:
+    """Runs at two sweep points are two cells, and two frameworks at one point one comparison group, by the sweep
+    columns (sweep_<axis>) alone: a display text that does not tell the points apart does not merge them."""
+    from analysis.transfer import framework_groups
+
+    rows = [{**row(fw, "cnn-mnist", repeat=r, time=t), "run_id": f"{fw}-t{n}-r{r}", "sweep": "", "sweep_threads": n}
+            for fw in ("keras", "pytorch") for n, times in ((2, (10.0, 12.0)), (4, (6.0,)))
+            for r, t in enumerate(times, 1)]
+    table = summary_table(rows)
+    assert list(zip(table["framework"], table["sweep_threads"], table["n_ok"])) == [
+        ("keras", 2, 2), ("keras", 4, 1), ("pytorch", 2, 2), ("pytorch", 4, 1)]
+    cells = summarize(rows, table)
+    assert [[r["run_id"] for r in c.rows] for c in cells[:2]] == [["keras-t2-r1", "keras-t2-r2"], ["keras-t4-r1"]]
+    groups = framework_groups(cells)
+    assert [[(c.key["framework"], c.identity["sweep_threads"]) for c in g] for g in groups.values()] == [
+        [("keras", "2"), ("pytorch", "2")], [("keras", "4"), ("pytorch", "4")]]

@@ -74,3 +74,15 @@ def test_a_sweep_point_is_read_from_its_columns_not_its_text():
     assert list(found.seconds) == [1, 2] and found.context["sweep"] == "batch_size=8"
     assert sweeps.point(rows[0]) == {"batch_size": 8, "threads": 1}
 
+
+
+def test_series_are_told_apart_and_matched_by_their_other_axes_columns():
+    """A series' other axes come from the sweep columns (`others`, context_key), so series at two points of another
+    axis stay two, and one framework's series matches another's on that point, whatever the display text says."""
+    rows = [_row(fw, 1, s, sweep="", sweep_batch_size=b)
+            for fw in ("mxnet", "pytorch") for b, s in ((8, 1.0), (16, 2.0))]
+    found = sorted(sweeps.series(rows), key=lambda s: (s.framework, s.others["batch_size"]))
+    assert [(s.framework, s.others, s.seconds) for s in found] == [
+        ("mxnet", {"batch_size": 8}, {1: 1.0}), ("mxnet", {"batch_size": 16}, {1: 2.0}),
+        ("pytorch", {"batch_size": 8}, {1: 1.0}), ("pytorch", {"batch_size": 16}, {1: 2.0})]
+    assert found[0].context_key() == found[2].context_key() != found[1].context_key()

@@ -100,8 +100,7 @@ def test_a_system_run_carries_the_environment_it_found(tmp_path):
 
 
 @pytest.mark.parametrize("make, message", [
-    (lambda: minimal_request(runner="slurm"),
-     "runner 'slurm' is not one of \\('local', 'docker', 'system', 'charliecloud'\\)"),
+    (lambda: minimal_request(runner="../slurm"), "runner '../slurm' is not a runner's name, letters, digits"),
     (lambda: minimal_request(runner="system", env_id="5a" * 32), "a system run needs environment.system"),
     (lambda: minimal_request(env_id="5a" * 32, system=SYSTEM), "environment.system is only for system runs, not local"),
     (lambda: minimal_request(runner="system", env_id="cd" * 32, system=SYSTEM),

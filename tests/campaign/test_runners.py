@@ -36,9 +36,44 @@ def test_every_runner_runs_the_request_in_its_run_folder(tmp_path):
 
 
 def test_an_unknown_runner_names_the_choices():
-    choices = r"local, docker, system, charliecloud \(RUNNER=...\)"
+    choices = r"charliecloud, docker, local, system \(RUNNER=...\)"
     with pytest.raises(UsageError, match=r"unknown runner 'slurm'; choose from: " + choices):
         runners.get("slurm")
+
+
+TOY_RUNNER = """
+class ToyRunner:
+    name = "toy"
+
+    def __init__(self, device="cpu", data_root=None):
+        self.device, self.data_root = device, data_root
+"""
+
+
+def test_a_runner_module_in_the_folder_is_found_made_and_named(tmp_path, monkeypatch):
+    """A runner is its module: one more file on the package's path is one more runner, with no list edited; get()
+    gives its constructor what it takes, and an unknown name's error lists it."""
+    (tmp_path / "toy.py").write_text(TOY_RUNNER, encoding="utf-8")
+    monkeypatch.setattr(runners, "__path__", [*runners.__path__, str(tmp_path)])
+    monkeypatch.delitem(sys.modules, "campaign.runners.toy", raising=False)
+    assert runners.discovered() == ("charliecloud", "docker", "local", "system", "toy")
+    made = runners.get("toy", device="gpu", era="paper", data_root=tmp_path)
+    assert (made.name, made.device, made.data_root) == ("toy", "gpu", tmp_path)
+    with pytest.raises(UsageError, match=r"choose from: charliecloud, docker, local, system, toy \(RUNNER"):
+        runners.check_name("slurm")
+    monkeypatch.delitem(sys.modules, "campaign.runners.toy", raising=False)
+
+
+def test_every_runner_module_names_its_class_and_requests_take_only_a_discovered_runner(tmp_path):
+    """Each discovered module's runner class carries the module's name; the host refuses a request naming no
+    runner in one line, the payload (which cannot import host code) checks the name's form only."""
+    assert {runners.runner_class(n).name for n in runners.discovered()} == set(runners.discovered())
+    environment = requests.Environment("cd" * 32)
+    with pytest.raises(UsageError, match=r"^unknown runner 'slurm'; choose from: charliecloud, docker, local, system"):
+        requests.resolve(framework="pytorch", era="current", workload="cnn-mnist", profile="smoke",
+                         spec=specs.load("cnn-mnist", "smoke"), dataset=None, device="cpu", threads=1, seed=0,
+                         repeat=1, campaign="t", runner="slurm", environment=environment)
+    assert minimal_request(runner="slurm")["runner"] == "slurm"  # a well-formed name: the payload's check
 
 
 def _request(tmp_path, device="cpu") -> dict:

@@ -282,7 +282,7 @@ def test_real_source_requires_manifest_sha256(tmp_path, raw_files):
 def test_shipped_manifest_is_valid():
     manifest = load_manifest()
     assert manifest.names() == ["cifar10", "cifar100", "imdb", "manythings", "mnist", "ptb", "svhn"]
-    assert all(spec.prepare in prep.PREPARERS for spec in manifest.datasets.values())
+    assert sorted(prep.preparers(manifest)) == sorted({spec.prepare for spec in manifest.datasets.values()})
     assert sorted(synthetic.GENERATORS) == manifest.names()  # every dataset has synthetic data too
     assert manifest.get("mnist").file("t10k-labels-idx1-ubyte.gz").sha256 == (
         "f7ae60f92e00ec6debd23a6088c31dbd2371eca3ffa0defaefb259924204aec6")
@@ -291,6 +291,46 @@ def test_shipped_manifest_is_valid():
         for f in spec.files:
             assert f.urls[0].startswith("https://")
             assert all(url.startswith(("https://", "http://")) for url in f.urls)
+
+
+TOY_DATASET = """
+import numpy as np
+
+
+def prepare_toyset(raw):
+    rows = np.frombuffer((raw / "toy.bin").read_bytes(), dtype=np.uint8)
+    return {"x_train": rows[:, None], "y_train": rows.astype(np.int64), "x_test": rows[:1, None],
+            "y_test": rows[:1].astype(np.int64)}, {"num_classes": 256}
+
+
+prepare_toyset.version = 3
+"""
+
+
+def test_a_dataset_module_on_the_package_path_brings_its_prepare_step(tmp_path, monkeypatch):
+    """A prepare function is found by its name (prepare_<name> in a module of data/), its version read from it:
+    a dataset is its manifest entry and its module, no list edited; a manifest naming no such function is refused
+    in one line naming the choices."""
+    import sys
+
+    import data
+
+    (tmp_path / "toyset.py").write_text(TOY_DATASET, encoding="utf-8")
+    monkeypatch.setattr(data, "__path__", [*data.__path__, str(tmp_path)])
+    monkeypatch.delitem(sys.modules, "data.toyset", raising=False)
+    payload = bytes([3, 1, 2])
+    manifest = manifest_for({"toyset": {"toy.bin": payload}}, ["https://example.org/"])
+    raw = _raw(tmp_path / "raw", {"toy.bin": payload})
+    out = prep.prepare("toyset", raw, tmp_path / "out", manifest=manifest, progress=False)
+    meta = bench_dataset.read_meta(out)
+    assert meta["prepare_version"] == 3 and meta["counts"] == {"train": 3, "test": 1}
+    assert list(prep.preparers(manifest)) == ["toyset"]
+    manifest["datasets"]["toyset"]["prepare"] = "toyset2"
+    with pytest.raises(UsageError, match=r"no prepare step 'toyset2' yet \(no function prepare_toyset2 in data/\); "
+                                         r"choose from: none \(its manifest entry's prepare key\), or define "
+                                         r"prepare_toyset2\(raw\) in a module data/toyset.py$"):
+        prep.prepare("toyset", raw, tmp_path / "out2", manifest=manifest, progress=False)
+    monkeypatch.delitem(sys.modules, "data.toyset", raising=False)
 
 
 # ---------------------------------------------------------------- synthetic
