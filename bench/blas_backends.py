@@ -114,7 +114,7 @@ def apply(req: dict) -> Optional[Backend]:
 def require_library(framework: str, value: str) -> None:
     """Raise a UsageError naming the fix unless this environment has the library that `framework`'s BLAS backend
     `value` needs (nothing for one bundled with the framework). Theano checks its OpenBLAS here too when no
-    backend was asked for (bench/frameworks/theano/current.py)."""
+    backend was asked for (bench/frameworks/theano/runtime.py)."""
     backend = backends(framework)[value]
     if backend.ldflags == MKL_MARK:
         if mkl_runtime() is None:

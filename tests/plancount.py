@@ -22,3 +22,13 @@ def trainable(layers) -> int:
         elif layer.type == "concat":
             n += sum(trainable(branch) for branch in layer.branches)
     return n
+
+
+def planned_params(layers) -> int:
+    """trainable() plus each embedding's table and each GRU's weights (bench.modelplan.gru_params: cuDNN's two bias
+    vectors per gate set, the count every framework builds); LSTMs are left out (one or two biases per gate differ
+    by framework)."""
+    from bench.modelplan import gru_params
+
+    embeddings = sum(layer["input_dim"] * layer["output_dim"] for layer in layers if layer.type == "embedding")
+    return trainable(layers) + embeddings + sum(gru_params(layer) for layer in layers if layer.type == "gru")

@@ -4,7 +4,10 @@ Each package declares what its modules can do once, in its __init__.py (CAPABILI
 bench/frameworks/capabilities.py record: per era its protocols, layer types, performance switches, BLAS
 backends, data-parallel training, collectives; its packages), and holds one module per era,
 bench/frameworks/<name>/<era>.py. A module named <era>_<anything>.py in a package is a helper of that era
-(keras/current_optimizers.py); common.py holds what every module shares. Each era module translates a
+(keras/current_optimizers.py), carried only by that era's images; any other module of a package is era-neutral:
+both eras' images carry it, so it is CPython 3.6-clean and written with the API both versions have (Theano's
+graph.py, Chainer's layers.py, MXNet's blocks.py and trainer.py), and the era modules are thin adapters over it
+for what truly differs. common.py holds what every framework shares. Each era module translates a
 workload spec (the resolved spec of a run request) into that framework's idiomatic model and training loop,
 building the layers bench/modelplan.py planned. It exposes:
 

@@ -19,11 +19,7 @@ from bench.errors import UsageError
 
 # Every layer type bench/modelplan.py plans: what a module that translates them all declares.
 ALL_LAYER_TYPES = tuple(modelplan.LAYER_KEYS)
-# What the 2018 (paper-era) modules translate, the same for all six: no residual vocabulary (batchnorm, activation,
-# avgpool2d, global_avgpool, residual), no concat, no lrn, no gru, and no conv2d without bias.
-PAPER_LAYER_TYPES = ("conv2d", "maxpool2d", "dropout", "flatten", "dense", "embedding", "lstm")
 ALL_PROTOCOLS = measurement.PROTOCOLS
-EPOCHS_ONLY = (measurement.EPOCHS,)  # a module whose trainer has neither step() nor infer()
 # The Trainer method each timed protocol needs beside train_epoch() (bench.frameworks.Trainer).
 PROTOCOL_METHODS = {measurement.ITERATIONS: "step", measurement.INFERENCE: "infer"}
 
@@ -49,8 +45,13 @@ def current_era(switches: Optional[Dict[str, Dict[str, Dict[str, str]]]] = None,
     return Era(ALL_PROTOCOLS, ALL_LAYER_TYPES, True, dict(switches or {}), dict(blas or {}), data_parallel, collective)
 
 
-# Every 2018 (paper-era) module's record: epochs only, PAPER_LAYER_TYPES, no switch, no BLAS choice, one process.
-PAPER_ERA = Era(EPOCHS_ONLY, PAPER_LAYER_TYPES, False, {}, {}, False, False)
+def paper_era(switches: Optional[Dict[str, Dict[str, Dict[str, str]]]] = None,
+              protocols: Tuple[str, ...] = ALL_PROTOCOLS, layer_types: Tuple[str, ...] = ALL_LAYER_TYPES,
+              bias_free_conv: bool = True) -> Era:
+    """A paper-era (2018) module's record: by default every protocol and layer type (all six 2018 APIs have what
+    they need), its switches; no BLAS choice, one process (a paper image links one BLAS and runs no collectives).
+    A module whose version lacks a protocol or a layer declares what it has (`protocols`, `layer_types`)."""
+    return Era(tuple(protocols), tuple(layer_types), bias_free_conv, dict(switches or {}), {}, False, False)
 
 
 class Capabilities(NamedTuple):

@@ -11,6 +11,7 @@ from bench import inference, measurement, modelplan, schema
 from bench.errors import UsageError
 from bench.frameworks import NonFiniteLoss, capabilities
 from campaign import plan, specs, study
+from tests.declarations import declare
 from tests.plancount import trainable
 from tests.runrecord import minimal_request
 
@@ -167,6 +168,8 @@ def test_the_planner_refuses_frameworks_without_the_hook_in_one_line(monkeypatch
     assert inference.is_inference(spec)
     for framework in inference.SUPPORT.frameworks("current"):
         assert plan.refusal(framework, "current", spec, {}) is None
+    assert inference.refusal("pytorch", "paper") is None  # PyTorch 0.4.1's module has infer()
+    declare(monkeypatch, "pytorch", "paper")  # a 2018 module without it
     why = inference.refusal("pytorch", "paper")
     assert why.startswith("the inference protocol's forward-pass hook is written for the current era, not paper")
     real = inference.SUPPORT

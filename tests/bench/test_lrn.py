@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from bench import modelplan
-from bench.frameworks.capabilities import PAPER_LAYER_TYPES
 from bench.modelplan import IMAGE, Shape, SpecError
 from tests.bench import lrnprobe
 from tests.bench.frameworks import check
+from tests.declarations import DLBENCH_LAYER_TYPES
 from tests.plancount import trainable
 
 FRAMEWORKS = ("pytorch", "tensorflow", "keras", "mxnet", "chainer", "theano")
@@ -88,12 +88,12 @@ def test_lrn_inside_residual_and_concat_branches():
     assert [layer.type for layer in model.flat_layers].count("lrn") == 3
 
 
-def test_the_paper_era_refuses_lrn_in_one_line():
+def test_a_module_of_dlbenchs_layers_only_refuses_lrn_in_one_line():
     model = modelplan.plan(_spec([{"type": "lrn"}]))
-    assert modelplan.untranslated(model, PAPER_LAYER_TYPES) == ["lrn"]
+    assert modelplan.untranslated(model, DLBENCH_LAYER_TYPES) == ["lrn"]
     with pytest.raises(SpecError, match=r"^theano \(paper era\) does not translate lrn \(only conv2d, .*\); run this "
                                         r"workload in the current era$"):
-        modelplan.require(model, PAPER_LAYER_TYPES, "theano (paper era)")
+        modelplan.require(model, DLBENCH_LAYER_TYPES, "theano (paper era)")
 
 
 @pytest.mark.parametrize(("layer", "message"), [

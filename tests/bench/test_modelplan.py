@@ -7,9 +7,9 @@ import copy
 import pytest
 
 from bench import modelplan
-from bench.frameworks.capabilities import PAPER_LAYER_TYPES
 from bench.modelplan import IMAGE, SEQUENCE, TOKENS, VECTOR, Pads, Shape, SpecError
 from campaign import specs
+from tests.declarations import DLBENCH_LAYER_TYPES
 from tests.plancount import trainable
 
 CNN_SPECS = [name for name in specs.known_workloads() if specs.load(name)["family"] == "cnn"]
@@ -497,8 +497,8 @@ def test_concat_needs_an_image_input():
         modelplan.plan(spec)
 
 
-def test_the_paper_era_names_what_it_does_not_translate():
-    paper = PAPER_LAYER_TYPES
+def test_a_module_of_dlbenchs_layers_only_names_what_it_does_not_translate():
+    paper = DLBENCH_LAYER_TYPES
     assert modelplan.untranslated(modelplan.plan(specs.load("cnn-mnist")), paper) == []
     resnet = modelplan.plan(specs.load("resnet56-cifar10"))
     missing = ["activation", "batchnorm", "global_avgpool", "residual", "conv2d with bias = false"]
@@ -550,6 +550,6 @@ def test_a_gru_needs_a_sequence_and_the_paper_era_refuses_it():
     with pytest.raises(SpecError, match=r"layer 0: gru needs a sequence input \(got tokens \(\)\)"):
         modelplan.plan(spec)
     model = modelplan.plan(specs.load("gru-imdb"))
-    assert modelplan.untranslated(model, PAPER_LAYER_TYPES) == ["gru"]
+    assert modelplan.untranslated(model, DLBENCH_LAYER_TYPES) == ["gru"]
     with pytest.raises(SpecError, match=r"^keras \(paper era\) does not translate gru "):
-        modelplan.require(model, PAPER_LAYER_TYPES, "keras (paper era)")
+        modelplan.require(model, DLBENCH_LAYER_TYPES, "keras (paper era)")

@@ -6,7 +6,18 @@ used. The fairness choices are the current-era module's (bench/frameworks/keras/
 
 - A keras.models.Sequential for a stack of layers (an InputLayer first), the functional API for an
   encoder-decoder (inputs "x" and "x_dec"; the encoder LSTM's return_state=True gives the decoder
-  LSTM its initial_state). channels_last images (pixels / 255, float32), Keras' initializers.
+  LSTM its initial_state) and for residual blocks and concats (Add then Activation; Concatenate on
+  channels). channels_last images (pixels / 255, float32), Keras' initializers.
+- The residual vocabulary is Keras 2.2.4's own: BatchNormalization (the plan's momentum is Keras'
+  convention; on images it is TensorFlow's fused kernel, which raises an epsilon under 1.001e-5 to that),
+  Activation, AveragePooling2D (TensorFlow's 'same' average counts real values only, as the plan
+  defines), GlobalAveragePooling2D, Conv2D(use_bias=False). lrn is a Lambda over the backend's
+  tf.nn.local_response_normalization, the plan's convention itself.
+- A gru is keras.layers.GRU(reset_after=True, recurrent_activation='sigmoid'): cuDNN's form and
+  gates, the parameters of the current module's GRU. On a GPU (rnn_kernel "fused", the default)
+  it is keras.layers.CuDNNGRU, the same weights in cuDNN's kernel (Keras 2.2.4's fused GRU is
+  GPU-only); on a CPU both switch values run GRU's loop (Keras 3's use_cudnn="auto" has no fused
+  CPU kernel either).
 - LSTMs see real lengths through Embedding(mask_zero=True) (post-padding: the state after the last
   real token). keras.layers.LSTM, not CuDNNLSTM: Keras 2.2.4's CuDNNLSTM refuses masks ("Masking is
   not supported for CuDNN RNNs"). recurrent_activation='sigmoid' (Keras 2's default is
@@ -20,6 +31,10 @@ used. The fairness choices are the current-era module's (bench/frameworks/keras/
 - One train_on_batch per batch over a seeded permutation (np.random.RandomState(seed)), with the
   loss checked after every step (NonFiniteLoss); test_on_batch for test accuracy (learning phase
   0: dropout off). The training and test functions are built at setup (compile time is setup).
+  step() is one train_on_batch, infer() one predict_on_batch (learning phase 0: moving batchnorm
+  statistics, dropout off), on common.StepRing's batches. A features model (model.output =
+  "features") is not compiled: Keras 2.2.4 predicts with an uncompiled model, and its predict
+  function is built at setup.
 
 What Keras 2.2.4 makes different:
 - Optimizers take `lr=`; their `decay=` is learning-rate decay, not weight decay, and they have no
@@ -45,7 +60,7 @@ from typing import Any, Dict, List, Optional, Tuple
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from bench import modelplan, threads  # noqa: E402
+from bench import modelplan, switches, threads  # noqa: E402
 from bench.frameworks import NonFiniteLoss, common  # noqa: E402
 from bench.frameworks.keras import CAPABILITIES  # noqa: E402
 
@@ -80,22 +95,46 @@ def versions() -> Dict[str, str]:
 
 
 # -- the model ---------------------------------------------------------------------------------
-def build_model(model: modelplan.ModelPlan, steps: Optional[int]) -> Any:
+def build_model(model: modelplan.ModelPlan, steps: Optional[int], gpu: bool = False) -> Any:
     """Translate planned layers into a Keras model (Keras infers the shapes it passes on).
 
     A stack is a Sequential over images of the plan's input shape or `steps` token ids; an
-    encoder-decoder is a functional Model (build_seq2seq).
+    encoder-decoder is a functional Model (build_seq2seq), and so is a stack with residual blocks or
+    concats (build_residual). gpu: the model runs on a GPU (a gru may be CuDNNGRU there).
     """
     if model.encoder is not None:
         return build_seq2seq(model)
+    if any(layer.type in ("residual", "concat") for layer in model.layers):
+        return build_residual(model)
     layers = keras.layers
     if model.input_shape is not None:
         stack = [layers.InputLayer(input_shape=model.input_shape, dtype="float32")]
     else:
         stack = [layers.InputLayer(input_shape=(steps,), dtype="int32")]
     mask_zero = _reads_lengths(model.layers, "layer")
-    stack += [_layer(layer, mask_zero) for layer in model.layers]
+    stack += [_layer(layer, mask_zero, gpu=gpu) for layer in model.layers]
     return keras.models.Sequential(stack)
+
+
+def build_residual(model: modelplan.ModelPlan) -> Any:
+    """A stack with residual blocks or concats, as a functional Model: each block adds its branch's output
+    to its shortcut's (the input itself where the shortcut is the identity), then the activation; a
+    concat stacks its branches' outputs on channels (channels_last: the last axis)."""
+    image = keras.layers.Input(shape=model.input_shape, dtype="float32")
+    return keras.models.Model(image, _apply(model.layers, image), name="residual")
+
+
+def _apply(layers: List[modelplan.Layer], h: Any) -> Any:
+    """Planned layers called in order on a functional tensor, residual blocks and concats recursively."""
+    for layer in layers:
+        if layer.type == "residual":
+            added = keras.layers.Add()([_apply(layer.branch, h), _apply(layer.shortcut, h)])
+            h = keras.layers.Activation(layer["activation"] or "linear")(added)
+        elif layer.type == "concat":
+            h = keras.layers.Concatenate(axis=-1)([_apply(branch, h) for branch in layer.branches])
+        else:
+            h = _layer(layer, False)(h)
+    return h
 
 
 def build_seq2seq(model: modelplan.ModelPlan) -> Any:
@@ -136,16 +175,30 @@ def _reads_lengths(layers: List[modelplan.Layer], what: str) -> bool:
     return any(layer["type"] == "lstm" and layer["use_lengths"] for layer in layers)
 
 
-def _layer(layer: modelplan.Layer, mask_zero: bool, return_state: bool = False) -> Any:
-    """The Keras 2.2.4 layer for one planned layer; mask_zero: the embedding masks id 0 (padding)."""
+def _layer(layer: modelplan.Layer, mask_zero: bool, return_state: bool = False, gpu: bool = False) -> Any:
+    """The Keras 2.2.4 layer for one planned layer; mask_zero: the embedding masks id 0 (padding); gpu: the
+    model runs on a GPU."""
     layers = keras.layers
     kind = layer["type"]
     if kind == "conv2d":
         return layers.Conv2D(layer["filters"], layer["kernel"], strides=layer["stride"], padding=layer["padding"],
-                             activation=layer["activation"], data_format="channels_last")
+                             activation=layer["activation"], use_bias=layer["bias"], data_format="channels_last")
     if kind == "maxpool2d":
         return layers.MaxPooling2D(layer["pool"], strides=layer["stride"], padding=layer["padding"],
                                    data_format="channels_last")
+    if kind == "avgpool2d":
+        return layers.AveragePooling2D(layer["pool"], strides=layer["stride"], padding=layer["padding"],
+                                       data_format="channels_last")
+    if kind == "global_avgpool":
+        return layers.GlobalAveragePooling2D(data_format="channels_last")
+    if kind == "batchnorm":  # the plan's momentum is Keras' own convention
+        return layers.BatchNormalization(momentum=layer["momentum"], epsilon=layer["epsilon"])
+    if kind == "activation":
+        return layers.Activation(layer["activation"])
+    if kind == "lrn":
+        return _lrn(layer)
+    if kind == "gru":
+        return _gru(layer, gpu and not mask_zero)
     if kind == "dropout":
         return layers.Dropout(layer["rate"])
     if kind == "flatten":
@@ -158,6 +211,22 @@ def _layer(layer: modelplan.Layer, mask_zero: bool, return_state: bool = False) 
     # tanh cell, sigmoid gates (see the module docstring), one bias per gate, forget bias 1.
     return layers.LSTM(layer["units"], recurrent_activation="sigmoid", return_sequences=layer["return_sequences"],
                        return_state=return_state)
+
+
+def _lrn(layer: modelplan.Layer) -> Any:
+    """A Lambda over TensorFlow's local response normalization, whose convention the plan's is."""
+    radius, bias, alpha, beta = int(layer["depth_radius"]), layer["bias"], layer["alpha"], layer["beta"]
+    return keras.layers.Lambda(lambda x: tf.nn.local_response_normalization(
+        x, depth_radius=radius, bias=bias, alpha=alpha, beta=beta))
+
+
+def _gru(layer: modelplan.Layer, on_gpu: bool) -> Any:
+    """cuDNN's GRU (reset_after, sigmoid gates): CuDNNGRU on a GPU unless the rnn_kernel switch asks for the
+    plain kernel (or a mask is on: CuDNNGRU refuses masks), else GRU (one step at a time: K.rnn)."""
+    if on_gpu and switches.value(switches.RNN_KERNEL) == "fused":
+        return keras.layers.CuDNNGRU(layer["units"], return_sequences=layer["return_sequences"])
+    return keras.layers.GRU(layer["units"], recurrent_activation="sigmoid", reset_after=True,
+                            return_sequences=layer["return_sequences"])
 
 
 # -- losses and metrics on logits, backend-neutral ---------------------------------------------
@@ -198,6 +267,7 @@ _LOSS_NAMES = {
     "categorical": "K.sparse_categorical_crossentropy(from_logits=True)",
     "binary": "K.binary_crossentropy(from_logits=True)",
     "sequence": "K.sparse_categorical_crossentropy(from_logits=True) on the (N*T, classes) logits, per step",
+    "features": "none: a features model (model.output = 'features') is only run forward (infer)",
 }
 
 
@@ -280,7 +350,20 @@ class KerasTrainer:
         self.train = self._arrays(data.train)
         self.test = self._arrays(data.test)
         steps = None if self.seq2seq or self.spec_model.input_shape else self.train["x"][0].shape[1]
-        self.model = build_model(self.spec_model, steps)
+        self.model = build_model(self.spec_model, steps, gpu=self.device == "gpu")
+        self.epoch = 0
+        self.steps = 0  # step() calls so far
+        self._ring = None  # type: Optional[common.StepRing]  # step()'s and infer()'s batch order, made once
+        started = time.perf_counter()
+        if self.kind == modelplan.FEATURES:  # only run forward (infer): nothing to train or score
+            self.model._make_predict_function()
+        else:
+            self._compile()
+        self.compile_seconds = round(time.perf_counter() - started, 2)
+
+    def _compile(self) -> None:
+        """Compile the model with the spec's loss, metrics and optimizer, and build the training and test
+        functions now (Keras would on the first batch): the graph construction is setup, and info() reads it."""
         _add_weight_decay(self.model, self.opt_settings["lr"], self.opt_settings["weight_decay"])
         weighted = self.train["w"] is not None
         accuracy = _binary_accuracy if self.kind == "binary" else _sparse_accuracy
@@ -293,13 +376,8 @@ class KerasTrainer:
             metrics=None if weighted else [accuracy], weighted_metrics=[accuracy] if weighted else None,
             sample_weight_mode="temporal" if weighted else None,
         )
-        started = time.perf_counter()
-        # Build the training and test functions now (Keras would on the first batch): the graph
-        # construction is setup, and info() reads the built graph.
         self.model._make_train_function()
         self.model._make_test_function()
-        self.compile_seconds = round(time.perf_counter() - started, 2)
-        self.epoch = 0
 
     def _arrays(self, split: dict) -> Dict[str, Any]:
         """{x: model inputs (a list), y: labels shaped like the output with one class axis, w: per-token
@@ -332,6 +410,28 @@ class KerasTrainer:
     def param_count(self) -> int:
         """Trainable parameters (keras.layers.LSTM has one bias vector per gate set)."""
         return int(sum(int(np.prod(K.int_shape(w))) for w in self.model.trainable_weights))
+
+    def _next_rows(self) -> np.ndarray:
+        """The rows of step()'s and infer()'s next batch: the training set in order, wrapping around."""
+        if self._ring is None:
+            self._ring = common.StepRing(len(self.train["y"]), self.batch_size)
+        return self._ring.ring[self._ring.take()]
+
+    def step(self) -> float:
+        """One train_on_batch on the next batch of the training set in order, wrapping around; the batch's
+        loss (per counted token for sequences, as train_epoch's)."""
+        x, y, w = self._rows(self.train, self._next_rows())
+        loss = float(self.model.train_on_batch(x, y, sample_weight=w)[0])
+        self.steps += 1
+        if not math.isfinite(loss):
+            raise NonFiniteLoss(f"loss became {loss} at step {self.steps} (Trainer.step)")
+        return loss
+
+    def infer(self) -> np.ndarray:
+        """One predict_on_batch (learning phase 0: moving batchnorm statistics, dropout off) on the next batch
+        of the training set in step()'s order; its outputs on the host (N, output values)."""
+        x, _, _ = self._rows(self.train, self._next_rows())
+        return np.asarray(self.model.predict_on_batch(x))
 
     def train_epoch(self) -> Tuple[float, Optional[float]]:
         """One pass of train_on_batch in a seeded order; (mean loss, training accuracy), per example or
@@ -382,7 +482,7 @@ class KerasTrainer:
 
     def _kernels(self) -> Dict[str, str]:
         ops = self._graph_ops()
-        types = {layer.type for layer in self.spec_model.all_layers}
+        types = {layer.type for layer in self.spec_model.flat_layers}
         where = "TensorFlow {} {}".format(tf.__version__, "GPU (cuDNN)" if self.device == "gpu" else "CPU (Eigen)")
         conv_ops = [o for o in ops if o.startswith("Conv2D")]
         pool_ops = [o for o in ops if o.startswith("MaxPool")]
@@ -403,6 +503,31 @@ class KerasTrainer:
                 kernels["lstm_lengths"] = "Embedding(mask_zero=True): state after the last real token"
             if self.seq2seq:
                 kernels["lstm_state"] = "encoder LSTM(return_state=True) -> decoder LSTM(initial_state=[h, c])"
+        kernels.update(self._newer_kernels(types, ops, where))
+        return kernels
+
+    def _newer_kernels(self, types: set, ops: List[str], where: str) -> Dict[str, str]:
+        """The kernels of the layers beyond DLBench's (the residual vocabulary, concat, lrn, gru)."""
+        kernels = {}
+        if "batchnorm" in types:
+            norm = [o for o in ops if o.startswith("FusedBatchNorm")] or ["moments, batch_normalization"]
+            kernels["batchnorm"] = (f"keras.layers.BatchNormalization -> {', '.join(norm)} ({where}; train_on_batch: "
+                                    "batch statistics, test_on_batch and predict_on_batch: moving ones)")
+        if "avgpool2d" in types:
+            kernels["avgpool2d"] = f"keras.layers.AveragePooling2D -> AvgPool ({where}; 'same': real values only)"
+        if "residual" in types:
+            kernels["residual"] = ("functional keras.models.Model: Add()([branch, shortcut]) -> Activation; "
+                                   "projection 1x1 Conv2D(use_bias=False) + BatchNormalization")
+        if "concat" in types:
+            kernels["concat"] = "functional keras.models.Model: Concatenate(axis=-1)(branches) (channels_last)"
+        if "lrn" in types:
+            kernels["lrn"] = f"keras.layers.Lambda(tf.nn.local_response_normalization) -> LRN ({where})"
+        if "gru" in types:
+            cudnn = any(isinstance(layer, keras.layers.CuDNNGRU) for layer in self.model.layers)
+            gpu_only = "; CuDNNGRU is GPU-only in Keras 2.2.4" if self.device == "cpu" else ""
+            kernels["gru"] = ("keras.layers.CuDNNGRU (cuDNN's fused GRU)" if cudnn else
+                              "keras.layers.GRU (reset_after=True, recurrent_activation='sigmoid') -> K.rnn over "
+                              f"time steps: tf.while_loop ({where}{gpu_only})")
         return kernels
 
     def _layout(self) -> str:
@@ -422,18 +547,25 @@ class KerasTrainer:
             "kernels": self._kernels(),
             "data_layout": self._layout(),
             "input_pipeline": "NumPy arrays, one train_on_batch per batch of a seeded permutation each epoch",
-            "loss": _LOSS_NAMES[self.kind] + (
-                " with sample weight 0 past y_len (sample_weight_mode='temporal')" if self.train["w"] is not None
-                else "") + " (output activation folded into the loss)",
+            "loss": self._loss_description(),
             "optimizer": self.opt_settings,
-            "optimizer_impl": f"keras.optimizers.{type(self.model.optimizer).__name__}(lr=...)",
+            "optimizer_impl": ("none: not compiled (a features model)" if self.model.optimizer is None else
+                               f"keras.optimizers.{type(self.model.optimizer).__name__}(lr=...)"),
             "weight_decay_rule": common.WEIGHT_DECAY_RULE,
             "weight_decay_impl": (
                 "each trainable weight's constraint (applied by Keras 2.2.4 optimizers to the updated value): "
-                "new_w - lr * weight_decay * w" if self.opt_settings["weight_decay"] else "none (weight_decay 0)"),
+                "new_w - lr * weight_decay * w" if self.opt_settings["weight_decay"] and self.model.optimizer
+                else "none (weight_decay 0, or not compiled)"),
             "keras_config": {"floatx": K.floatx(), "epsilon": K.epsilon(), "image_data_format": K.image_data_format()},
             "compile_seconds": self.compile_seconds,
         }
+
+    def _loss_description(self) -> str:
+        if self.kind == modelplan.FEATURES:
+            return _LOSS_NAMES[self.kind]
+        weighted = " with sample weight 0 past y_len (sample_weight_mode='temporal')" if self.train["w"] is not None \
+            else ""
+        return _LOSS_NAMES[self.kind] + weighted + " (output activation folded into the loss)"
 
     def _gpu_name(self) -> str:
         for d in device_lib.list_local_devices():

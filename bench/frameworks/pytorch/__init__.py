@@ -1,19 +1,21 @@
-"""PyTorch: current.py (today's PyTorch, with the data-parallel hook) and paper.py (PyTorch 0.4.1).
+"""PyTorch: current.py (today's PyTorch, with the data-parallel hook; its model's modules in current_model.py) and
+paper.py (PyTorch 0.4.1).
 
-What each can do, declared once (bench/frameworks/capabilities.py); the paper-era module trains epochs only.
-Its collective module is bench/collectives/pytorch.py.
+What each can do, declared once (bench/frameworks/capabilities.py). The paper-era module serves every protocol and
+layer type (0.4.1 has every module they need); it has the autotuning and recurrent-kernel switches but not the
+layout one (channels_last memory arrived in PyTorch 1.5). Its collective module is bench/collectives/pytorch.py.
 """
 
 from bench import switches
-from bench.frameworks.capabilities import PAPER_ERA, Capabilities, current_era
+from bench.frameworks.capabilities import Capabilities, current_era, paper_era
 
 CAPABILITIES = Capabilities(
     package="torch",
     imports=("torch",),
     eras={
-        # Every switch is read by current.py itself (switches.value()): no library variable.
+        # Every switch is read by the modules themselves (switches.value()): no library variable.
         "current": current_era(switches={switches.AUTOTUNE: {}, switches.RNN_KERNEL: {}, switches.LAYOUT: {}},
                                data_parallel=True, collective=True),
-        "paper": PAPER_ERA,
+        "paper": paper_era(switches={switches.AUTOTUNE: {}, switches.RNN_KERNEL: {}}),
     },
 )

@@ -9,7 +9,13 @@ GPU, and losses are nn.CrossEntropyLoss / nn.BCEWithLogitsLoss on logits.
 What 0.4.1 lacks, done by hand: nn.Flatten (1.2) is a view; 'same' padding that TensorFlow makes
 asymmetric is an explicit F.pad (zeros before a conv, -inf before a pool); AdamW (1.2) is not
 needed because weight decay is applied decoupled by hand (common.WEIGHT_DECAY_RULE);
-torch.inference_mode (1.9) is torch.no_grad.
+torch.inference_mode (1.9) is torch.no_grad; nn.Identity (1.1) is an activation of None;
+channels_last memory (1.5) does not exist, so the layout switch is left out.
+
+The layers beyond DLBench's are built as the current module builds them, from 0.4.1's own modules
+(BatchNorm2d/1d, AvgPool2d(count_include_pad=False), AdaptiveAvgPool2d, torch.cat, LocalResponseNorm,
+Conv2d(bias=False), GRU and GRUCell); step() and infer() follow the current module (common.StepRing
+batches; infer in eval mode under torch.no_grad).
 
 The LSTM is torch.nn.LSTM fed packed sequences where the spec reads real lengths, so padding is
 never computed and the state is the one after each sequence's last real token.
@@ -21,6 +27,7 @@ shrinks as its sequences end. The encoder-decoder hands the encoder's final (h, 
 LSTM as its initial state.
 """
 
+import math
 import platform
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -30,7 +37,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from bench import modelplan
+from bench import modelplan, switches
 from bench.frameworks import NonFiniteLoss, common
 from bench.frameworks.pytorch import CAPABILITIES
 
@@ -46,6 +53,7 @@ _LOSS_NAMES = {
     "categorical": "CrossEntropyLoss",
     "binary": "BCEWithLogitsLoss",
     "sequence": "CrossEntropyLoss over every counted step (ignore_index for padding), mean per token",
+    "features": "none: a features model (model.output = 'features') is only run forward (infer)",
 }
 
 _ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh, "sigmoid": nn.Sigmoid}
@@ -131,6 +139,67 @@ class _LSTM(nn.Module):
         return padded.index_select(0, restore), h, c
 
 
+class _GRU(nn.Module):
+    """A GRU in cuDNN's form (b_ih and b_hh per gate) over every step; the last step's state or all steps. Fused:
+    torch.nn.GRU, cuDNN's one operator over the sequence on a GPU (on the CPU 0.4.1 steps its autograd GRU cell
+    over time either way); plain (the rnn_kernel switch): torch.nn.GRUCell applied step by step, the same
+    parameters and initialisation."""
+
+    def __init__(self, input_size: int, units: int, return_sequences: bool, plain: bool = False):
+        super().__init__()
+        self.units = units
+        self.gru = None if plain else nn.GRU(input_size, units, batch_first=True)
+        self.cell = nn.GRUCell(input_size, units) if plain else None
+        self.return_sequences = return_sequences
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.gru is not None:
+            out, h_n = self.gru(x)
+            return out if self.return_sequences else h_n[-1]
+        h = torch.zeros(x.size(0), self.units, dtype=x.dtype, device=x.device)
+        steps = []
+        for t in range(x.size(1)):
+            h = self.cell(x[:, t], h)
+            steps.append(h)
+        return torch.stack(steps, dim=1) if self.return_sequences else h
+
+
+class _Rescale(nn.Module):
+    """Multiplies by a constant (1, 1, H, W) map: an average pool's full-window divisor -> real-value count."""
+
+    def __init__(self, factor: torch.Tensor):
+        super().__init__()
+        self.register_buffer("factor", factor)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * self.factor
+
+
+class _Residual(nn.Module):
+    """One residual block: activation(branch(x) + shortcut(x)); an empty shortcut is the identity."""
+
+    def __init__(self, branch: List[nn.Module], shortcut: List[nn.Module], activation: Optional[str]):
+        super().__init__()
+        self.branch = nn.Sequential(*branch)
+        self.shortcut = nn.Sequential(*shortcut)
+        self.activation = _ACTIVATIONS[activation]() if activation not in (None, "linear") else None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        added = self.branch(x) + self.shortcut(x)
+        return added if self.activation is None else self.activation(added)
+
+
+class _Concat(nn.Module):
+    """Parallel branches from one input, their outputs stacked on channels (NCHW: dim 1)."""
+
+    def __init__(self, branches: List[List[nn.Module]]):
+        super().__init__()
+        self.branches = nn.ModuleList([nn.Sequential(*branch) for branch in branches])
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.cat([branch(x) for branch in self.branches], 1)
+
+
 class SpecNet(nn.Module):
     """A stack of layers built from a spec; sequence lengths (or an initial state) go to the LSTMs."""
 
@@ -176,11 +245,33 @@ def build_model(model: modelplan.ModelPlan) -> nn.Module:
 
 def build_stack(layers: List[modelplan.Layer]) -> SpecNet:
     """Translate planned layers into torch modules; every size and padding amount comes from the plan."""
+    return SpecNet(_modules(layers))
+
+
+def _modules(layers: List[modelplan.Layer]) -> List[nn.Module]:
+    """The torch modules of planned layers, in order (a residual block recurses into its branch and shortcut,
+    a concat into its branches)."""
     mods = []  # type: List[nn.Module]
     for layer in layers:
         kind = layer.type
-        if kind in ("conv2d", "maxpool2d"):
+        if kind in modelplan.WINDOWED:
             mods += _windowed(layer)
+        elif kind == "residual":
+            mods.append(_Residual(_modules(layer.branch), _modules(layer.shortcut), layer["activation"]))
+            continue  # its activation is after the add
+        elif kind == "concat":
+            mods.append(_Concat([_modules(branch) for branch in layer.branches]))
+        elif kind == "batchnorm":  # PyTorch's momentum is the batch statistics' weight: 1 - the plan's
+            norm = nn.BatchNorm2d if layer.input.kind == modelplan.IMAGE else nn.BatchNorm1d
+            mods.append(norm(layer.input.features, eps=layer["epsilon"], momentum=1.0 - layer["momentum"]))
+        elif kind == "lrn":  # PyTorch divides alpha by the window (size): the plan's alpha (TensorFlow's) times it
+            size = modelplan.lrn_size(layer)
+            mods.append(nn.LocalResponseNorm(size, alpha=layer["alpha"] * size, beta=layer["beta"], k=layer["bias"]))
+        elif kind == "global_avgpool":
+            mods += [nn.AdaptiveAvgPool2d(1), _Flatten()]
+        elif kind == "gru":
+            mods.append(_GRU(layer.input.features, layer["units"], layer["return_sequences"],
+                             plain=switches.value(switches.RNN_KERNEL) == "plain"))
         elif kind == "dropout":
             mods.append(nn.Dropout(layer["rate"]))
         elif kind == "flatten":
@@ -195,17 +286,19 @@ def build_stack(layers: List[modelplan.Layer]) -> SpecNet:
         activation = layer.get("activation")
         if activation not in (None, "linear"):
             mods.append(_ACTIVATIONS[activation]())
-    return SpecNet(mods)
+    return mods
 
 
 def _windowed(layer: modelplan.Layer) -> List[nn.Module]:
-    """A conv2d or maxpool2d (NCHW) with the plan's padding: the module's own symmetric `padding`, or,
+    """A conv2d or pool (NCHW) with the plan's padding: the module's own symmetric `padding`, or,
     where TensorFlow's 'same' is asymmetric (the extra row/column goes after), an explicit pad first."""
     pads = layer.pads
     padding = (pads.top, pads.left) if pads.symmetric else 0
     if layer.type == "conv2d":
         window = nn.Conv2d(layer.input.features, layer["filters"], layer["kernel"], stride=layer["stride"],
-                           padding=padding)  # type: nn.Module
+                           padding=padding, bias=layer["bias"])  # type: nn.Module
+    elif layer.type == "avgpool2d":
+        return _avgpool(layer)
     else:  # floor mode; its implicit padding is -inf
         window = nn.MaxPool2d(layer["pool"], stride=layer["stride"], padding=padding)
     if pads.symmetric:
@@ -213,6 +306,20 @@ def _windowed(layer: modelplan.Layer) -> List[nn.Module]:
     # -inf is never a pool's max: TensorFlow's 'same' pooling ignores the padding the same way.
     value = 0.0 if layer.type == "conv2d" else float("-inf")
     return [_Pad((pads.left, pads.right, pads.top, pads.bottom), value), window]
+
+
+def _avgpool(layer: modelplan.Layer) -> List[nn.Module]:
+    """An average over the real values only (TensorFlow's 'same' rule): count_include_pad=False where the
+    padding is symmetric; otherwise zeros padded explicitly, a full-window average, rescaled by the plan's counts."""
+    pads = layer.pads
+    if pads.symmetric:
+        return [nn.AvgPool2d(layer["pool"], stride=layer["stride"], padding=(pads.top, pads.left),
+                             count_include_pad=False)]
+    rows, cols = modelplan.pool_counts(layer)
+    window = layer["pool"] * layer["pool"]
+    factor = torch.tensor([[window / (r * c) for c in cols] for r in rows], dtype=torch.float32)[None, None]
+    return [_Pad((pads.left, pads.right, pads.top, pads.bottom), 0.0),
+            nn.AvgPool2d(layer["pool"], stride=layer["stride"]), _Rescale(factor)]
 
 
 def _resolve_device(device: str) -> torch.device:
@@ -238,7 +345,8 @@ class TorchTrainer:
         if threads is not None:
             torch.set_num_threads(threads)  # 0.4.1 has no inter-op pool to set (set_num_interop_threads is 1.2)
         if self.cuda:
-            torch.backends.cudnn.benchmark = True  # autotune conv algorithms: input shapes are fixed
+            # Autotune conv algorithms (input shapes are fixed) unless the cudnn_autotune sweep turned it off.
+            torch.backends.cudnn.benchmark = switches.value(switches.AUTOTUNE) == "on"
         torch.manual_seed(seed)  # model initialization and dropout (CUDA generators too)
         # Shuffling has its own generator so its order depends on the seed alone.
         self.rng = np.random.RandomState(seed)
@@ -257,6 +365,8 @@ class TorchTrainer:
         self.train_split = self._to_tensors(data.train)
         self.test_split = self._to_tensors(data.test)
         self.epoch = 0
+        self.steps = 0  # step() calls so far
+        self._ring = None  # type: Optional[common.StepRing]  # step()'s and infer()'s batch order, made once
 
     # -- setup ---------------------------------------------------------------------------------
     def _make_optimizer(self, opt: dict) -> torch.optim.Optimizer:
@@ -333,6 +443,22 @@ class TorchTrainer:
         idx_dev = idx.to(self.device)
         return {k: v[idx] if k == "len" else v[idx_dev] for k, v in split.items()}
 
+    def _train_batch(self, batch: Dict[str, torch.Tensor]) -> Tuple[torch.Tensor, torch.Tensor]:
+        """One optimizer update on a batch (the model in training mode); (logits, mean loss) on the device."""
+        logits = self._logits(batch)
+        loss = self._loss(logits, batch["y"])
+        self.optimizer.zero_grad()
+        loss.backward()
+        self._decay()
+        self.optimizer.step()
+        return logits, loss
+
+    def _next_rows(self) -> np.ndarray:
+        """The rows of step()'s and infer()'s next batch: the training set in order, wrapping around."""
+        if self._ring is None:
+            self._ring = common.StepRing(len(self.train_split["y"]), self.batch_size)
+        return self._ring.ring[self._ring.take()]
+
     # -- protocol ------------------------------------------------------------------------------
     def param_count(self) -> int:
         """Trainable parameters (torch.nn.LSTM has two bias vectors where Keras has one)."""
@@ -354,12 +480,7 @@ class TorchTrainer:
         checked = 0
         for b, start in enumerate(starts):
             batch = self._rows(split, order[start:start + self.batch_size])
-            logits = self._logits(batch)
-            loss = self._loss(logits, batch["y"])
-            self.optimizer.zero_grad()
-            loss.backward()
-            self._decay()
-            self.optimizer.step()
+            logits, loss = self._train_batch(batch)
             count = self._counted(batch["y"])
             weighted[b] = loss.detach() * count
             counted[b] = count
@@ -369,6 +490,26 @@ class TorchTrainer:
                 checked = b + 1
         total = counted.double().sum().item()
         return weighted.double().sum().item() / total, correct.double().sum().item() / total
+
+    def step(self) -> float:
+        """One update on the next batch of the training set in order (wrapping around); its mean loss."""
+        if not self.model.training:
+            self.model.train()
+        _, loss = self._train_batch(self._rows(self.train_split, self._next_rows()))
+        self.steps += 1
+        value = loss.item()
+        if not math.isfinite(value):
+            raise NonFiniteLoss(f"loss became {value} at step {self.steps} (Trainer.step)")
+        return value
+
+    def infer(self) -> np.ndarray:
+        """One forward pass in eval mode (batchnorm's moving statistics, dropout off) under torch.no_grad on the
+        next batch of the training set in step()'s order; its outputs copied to the host (N, output values)."""
+        if self.model.training:
+            self.model.eval()
+        inputs = {k: v for k, v in self.train_split.items() if k != "y"}  # the labels are not read
+        with torch.no_grad():
+            return self._logits(self._rows(inputs, self._next_rows())).cpu().numpy()
 
     def evaluate(self) -> float:
         """Test accuracy (per token for sequences) in eval mode (dropout off), training-size batches."""
@@ -401,11 +542,12 @@ class TorchTrainer:
     def info(self) -> dict:
         """What was really used: device, threads, kernels, layout, optimizer semantics, versions."""
         cudnn = self.cuda and bool(torch.backends.cudnn.enabled) and _cudnn_version() is not None
-        kernels = {}
         stack = self.spec_model.all_layers
-        types = {layer.type for layer in stack}
+        types = {layer.type for layer in self.spec_model.flat_layers}
+        kernels = self._newer_kernels(types, cudnn)
         if "conv2d" in types:
-            kernels["conv2d"] = ("torch.nn.Conv2d (cuDNN, benchmark autotuning on)" if cudnn
+            autotune = "on" if torch.backends.cudnn.benchmark else "off"
+            kernels["conv2d"] = (f"torch.nn.Conv2d (cuDNN, benchmark autotuning {autotune})" if cudnn
                                  else "torch.nn.Conv2d (CPU)")
         if "lstm" in types:
             kernels["lstm"] = ("torch.nn.LSTM (cuDNN)" if cudnn
@@ -427,10 +569,33 @@ class TorchTrainer:
             "cudnn_benchmark": bool(torch.backends.cudnn.benchmark) if self.cuda else False,
             "data_layout": "NCHW (converted once at setup)" if self.spec_model.input_shape else "ids (N, T), int64",
             "input_pipeline": "whole split as device tensors, rows picked by a seeded NumPy permutation each epoch",
-            "loss": _LOSS_NAMES[self.kind] + " on logits (output activation folded into the loss)",
+            "loss": _LOSS_NAMES[self.kind] + ("" if self.kind == modelplan.FEATURES
+                                              else " on logits (output activation folded into the loss)"),
             "optimizer": self.opt_settings,
             "weight_decay_rule": common.WEIGHT_DECAY_RULE,
         }
+
+    def _newer_kernels(self, types: set, cudnn: bool) -> Dict[str, str]:
+        """The kernels of the layers beyond DLBench's (the residual vocabulary, concat, lrn, gru)."""
+        kernels = {}
+        if "batchnorm" in types:
+            kernels["batchnorm"] = ("torch.nn.BatchNorm2d/1d (momentum = 1 - the plan's; train mode in step and "
+                                    "train_epoch, eval mode with moving statistics in evaluate and infer)")
+        if "residual" in types:
+            kernels["residual"] = ("activation(branch(x) + shortcut(x)); projection = 1x1 Conv2d(bias=False) "
+                                   "+ BatchNorm2d")
+        if "concat" in types:
+            kernels["concat"] = "torch.cat of the branches' outputs on channels (dim 1, NCHW)"
+        if "lrn" in types:
+            kernels["lrn"] = ("torch.nn.LocalResponseNorm (size = 2 * depth_radius + 1, alpha = the plan's alpha * "
+                              "size: PyTorch divides by the window, TensorFlow does not; k = bias)")
+        if "gru" in types:
+            gru = next(m for m in self.model.modules() if isinstance(m, _GRU))
+            fused = ("torch.nn.GRU (cuDNN, fused)" if cudnn
+                     else "torch.nn.GRU (CPU: PyTorch 0.4.1's autograd GRU cell, stepped per time step)")
+            kernels["gru"] = (fused if gru.cell is None else "torch.nn.GRUCell stepped over time (plain)") + (
+                ", every step including padding")
+        return kernels
 
 
 def make_trainer(spec: dict, data: Any, device: str, seed: int) -> TorchTrainer:

@@ -5,9 +5,16 @@ authors' notebooks use: one graph built once, placeholders fed with NumPy batche
 (feed_dict), a seeded NumPy permutation of the rows each epoch, a tf.train optimizer's
 minimize step (gradients, then apply_gradients) run by Session.run, and a tf.Session whose
 ConfigProto carries the thread counts the entrypoint asked for. Layers are tf.layers (conv2d,
-max_pooling2d, dense, dropout) with TensorFlow's own 'valid'/'same' padding, which is the plan's
-definition: every planned output shape is checked against the graph's static shape. Images are
-fed as uint8 NHWC (TensorFlow's native layout) and scaled to [0, 1] inside the graph.
+max_pooling2d, dense, dropout, batch_normalization...) with TensorFlow's own 'valid'/'same' padding,
+which is the plan's definition: every planned output shape is checked against the graph's static
+shape. The graph of every planned layer type (the residual vocabulary, concat, lrn, gru) is built by
+paper_layers.py. Images are fed as uint8 NHWC (TensorFlow's native layout; TensorFlow 1.11's CPU conv
+and pool kernels take no other) and scaled to [0, 1] inside the graph.
+
+step() runs the same train op on common.StepRing's batches (the training set in order, wrapping
+around), infer() the output tensor with `training` False (batchnorm's moving statistics, dropout off)
+on the same batches. A features model (model.output = "features") has no loss and no train op: its
+graph ends at the last layer's vector, which infer() fetches.
 
 The LSTM is tf.nn.dynamic_rnn over tf.nn.rnn_cell.LSTMCell, with sequence_length when the spec
 reads real lengths (what the authors' notebook does): dynamic_rnn stops its loop at the batch's
@@ -24,14 +31,17 @@ matmul over (N*T, units); the loss is the sum of per-token cross-entropy over th
 encoder's final LSTMStateTuple (c, h) to the decoder's dynamic_rnn as its initial_state.
 
 Weight decay is decoupled (common.WEIGHT_DECAY_RULE): after the gradients are computed, every
-weight is scaled by 1 - lr * weight_decay, then the optimizer applies the gradients. Embedding
+trainable weight (batchnorm's gamma and beta included, as Keras 3 decays them; not its moving
+statistics) is scaled by 1 - lr * weight_decay, then the optimizer applies the gradients, and the
+batchnorm layers' moving-statistics updates (tf.GraphKeys.UPDATE_OPS) run in the same step. Embedding
 gradients (IndexedSlices) are made dense before they are applied, so every optimizer applies its
 dense update rule to every row, as the other frameworks do.
 """
 
+import math
 import os
 import platform
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 # Read once, when TensorFlow is first imported: quiet its C++ notices.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -42,13 +52,11 @@ import tensorflow as tf  # noqa: E402
 from bench import modelplan  # noqa: E402
 from bench.frameworks import NonFiniteLoss, common  # noqa: E402
 from bench.frameworks.tensorflow import CAPABILITIES  # noqa: E402
+from bench.frameworks.tensorflow.paper_layers import kernels, stack  # noqa: E402
 
 NAME = "tensorflow"
 PACKAGE = CAPABILITIES.package  # whose version is the framework's version
 PAPER = CAPABILITIES.eras["paper"]  # what this module translates and serves
-# Keras' embedding initializer (uniform +-0.05), as the current-era module's keras.layers.Embedding.
-EMBEDDING_INIT_RANGE = 0.05
-_ACTIVATIONS = {None: None, "linear": None, "relu": tf.nn.relu, "tanh": tf.tanh, "sigmoid": tf.sigmoid}
 
 
 def versions() -> Dict[str, str]:
@@ -62,18 +70,11 @@ def versions() -> Dict[str, str]:
     }
 
 
-def _check_shape(x: tf.Tensor, layer: modelplan.Layer) -> None:
-    """The graph's static per-example shape must be the plan's (a wrong padding rule would differ)."""
-    got = x.shape.as_list()[1:]
-    want = list(layer.output.dims)
-    if got != want:
-        raise RuntimeError(f"layer {layer.index} ({layer.type}): TensorFlow built {got}, the plan says {want}")
-
-
 class _Inputs:
-    """The placeholders one batch is fed through."""
+    """The placeholders one batch is fed through, and whether the graph runs on a GPU (paper_layers.stack)."""
 
-    def __init__(self, model: modelplan.ModelPlan, lengths: bool, x_dec: bool):
+    def __init__(self, model: modelplan.ModelPlan, lengths: bool, x_dec: bool, gpu: bool):
+        self.gpu = gpu
         if model.input_shape is not None:
             self.x = tf.placeholder(tf.uint8, [None] + list(model.input_shape), name="x")  # NHWC
         else:
@@ -89,60 +90,6 @@ class _Inputs:
         # 0/1 weights of the counted label steps (common.token_mask); sequence labels only.
         self.weights = tf.placeholder(tf.float32, [None, None], name="weights") if model.kind == "sequence" else None
         self.training = tf.placeholder_with_default(False, shape=(), name="training")
-
-
-def _lstm(x: tf.Tensor, layer: modelplan.Layer, scope: str, lengths: Optional[tf.Tensor],
-          initial_state: Optional[tf.nn.rnn_cell.LSTMStateTuple]) -> Tuple[tf.Tensor, Any]:
-    """tf.nn.dynamic_rnn over an LSTMCell: (the layer's output, its final LSTMStateTuple)."""
-    cell = tf.nn.rnn_cell.LSTMCell(layer["units"])
-    outputs, state = tf.nn.dynamic_rnn(
-        cell, x, sequence_length=lengths if layer["use_lengths"] else None,
-        initial_state=initial_state, dtype=tf.float32, scope=scope,
-    )
-    # With sequence_length, outputs after each sequence's end are zeros and the state is the one
-    # after its last real token; without it, both come from the last step.
-    return (outputs if layer["return_sequences"] else state.h), state
-
-
-def _stack(layers: List[modelplan.Layer], x: tf.Tensor, inputs: _Inputs, prefix: str,
-           initial_state: Any = None) -> Tuple[tf.Tensor, Any]:
-    """The planned layers applied to x in order: (output, the final state of the last LSTM built)."""
-    state = None
-    for layer in layers:
-        kind = layer.type
-        scope = f"{prefix}{layer.index}_{kind}"
-        if kind == "conv2d":
-            x = tf.layers.conv2d(x, layer["filters"], layer["kernel"], strides=layer["stride"],
-                                 padding=layer["padding"], activation=_ACTIVATIONS[layer["activation"]], name=scope)
-            _check_shape(x, layer)
-        elif kind == "maxpool2d":
-            x = tf.layers.max_pooling2d(x, layer["pool"], layer["stride"], padding=layer["padding"], name=scope)
-            _check_shape(x, layer)
-        elif kind == "dropout":
-            x = tf.layers.dropout(x, rate=layer["rate"], training=inputs.training, name=scope)
-        elif kind == "flatten":
-            x = tf.reshape(x, [-1, layer.output.size])
-        elif kind == "dense":
-            activation = _ACTIVATIONS[layer["activation"]]
-            if layer.input.kind == modelplan.SEQUENCE:  # every step: one matmul over (N*T, units)
-                steps = tf.shape(x)[1]
-                flat = tf.reshape(x, [-1, layer.input.features])
-                flat = tf.layers.dense(flat, layer["units"], activation=activation, name=scope)
-                x = tf.reshape(flat, [-1, steps, layer["units"]])
-            else:
-                x = tf.layers.dense(x, layer["units"], activation=activation, name=scope)
-        elif kind == "embedding":
-            with tf.variable_scope(scope):
-                table = tf.get_variable(
-                    "embeddings", [layer["input_dim"], layer["output_dim"]], dtype=tf.float32,
-                    initializer=tf.random_uniform_initializer(-EMBEDDING_INIT_RANGE, EMBEDDING_INIT_RANGE))
-            x = tf.nn.embedding_lookup(table, x)
-        elif kind == "lstm":
-            if layer["use_lengths"] and inputs.lengths is None:
-                raise modelplan.SpecError(f"layer {layer.index}: use_lengths needs the data's len array")
-            start = initial_state if layer["initial_state"] == "encoder" else None
-            x, state = _lstm(x, layer, scope, inputs.lengths, start)
-    return x, state
 
 
 def _make_optimizer(opt: dict) -> tf.train.Optimizer:
@@ -198,6 +145,8 @@ class TF1Trainer:
             raise RuntimeError(f"device 'gpu' requested but TensorFlow sees no GPU ({tf.__version__}, {build})")
         self.session.run(init)
         self.epoch = 0
+        self.steps = 0  # Trainer.step() calls so far
+        self._ring = None  # type: Optional[common.StepRing]  # step()'s and infer()'s batch order, made once
 
     # -- setup ---------------------------------------------------------------------------------
     def _arrays(self, split: dict) -> Dict[str, np.ndarray]:
@@ -224,22 +173,25 @@ class TF1Trainer:
     def _build(self) -> None:
         """Placeholders, model, loss sums and the training op, in self.graph."""
         model = self.spec_model
-        self.inputs = inputs = _Inputs(model, lengths="len" in self.train, x_dec=self.seq2seq)
+        self.inputs = inputs = _Inputs(model, lengths="len" in self.train, x_dec=self.seq2seq, gpu=self.gpu)
         if model.input_shape is not None:
             x = tf.cast(inputs.x, tf.float32) / 255.0
         else:
             x = inputs.x
         if self.seq2seq:
-            _, state = _stack(model.encoder, x, inputs, "encoder_")
-            logits, _ = _stack(model.layers, inputs.x_dec, inputs, "decoder_", initial_state=state)
+            _, state = stack(model.encoder, x, inputs, "encoder_")
+            logits, _ = stack(model.layers, inputs.x_dec, inputs, "decoder_", initial_state=state)
         else:
-            logits, _ = _stack(model.layers, x, inputs, "layer")
+            logits, _ = stack(model.layers, x, inputs, "layer")
         if self.kind == "binary":
             logits = tf.squeeze(logits, axis=1)
-        self.logits = logits
+        self.logits = logits  # a features model's features
+        self.variables = tf.trainable_variables()
+        if self.kind == modelplan.FEATURES:  # only run forward (infer): nothing to train or score
+            self.train_op = None
+            return
         self.loss_sum, self.count, self.hits = self._sums(logits, inputs)
         loss = self.loss_sum / self.count  # mean per example, or per counted token
-        self.variables = tf.trainable_variables()
         self.train_op = self._train_op(loss)
 
     def _sums(self, logits: tf.Tensor, inputs: _Inputs) -> Tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
@@ -256,6 +208,11 @@ class TF1Trainer:
                 tf.reduce_sum(tf.cast(hits, tf.float32) * counted))
 
     def _train_op(self, loss: tf.Tensor) -> tf.Operation:
+        """Gradients, then the decoupled weight decay, then the optimizer's update; with it the batchnorm layers'
+        moving-statistics updates."""
+        return tf.group(self._apply(loss), *tf.get_collection(tf.GraphKeys.UPDATE_OPS))
+
+    def _apply(self, loss: tf.Tensor) -> tf.Operation:
         """Gradients, then the decoupled weight decay, then the optimizer's update."""
         optimizer = _make_optimizer(self.opt_settings)
         grads = tf.gradients(loss, self.variables)
@@ -287,8 +244,36 @@ class TF1Trainer:
         """Trainable parameters (LSTMCell: one bias per gate, as Keras)."""
         return int(sum(int(np.prod(v.shape.as_list())) for v in self.variables))
 
+    def _next_rows(self) -> np.ndarray:
+        """The rows of step()'s (and infer()'s) next batch: common.StepRing's order."""
+        if self._ring is None:
+            self._ring = common.StepRing(len(self.train["y"]), self.batch_size)
+        return self._ring.ring[self._ring.take()]
+
+    def _trains(self) -> None:
+        if self.train_op is None:
+            raise modelplan.SpecError("a features model (model.output = \"features\") is only run forward (infer)")
+
+    def step(self) -> float:
+        """One Session.run of the train op on the next batch of the training set in order, wrapping around; the
+        batch's mean loss per example or counted token."""
+        self._trains()
+        fetches = [self.train_op, self.loss_sum, self.count]
+        _, loss_sum, count = self.session.run(fetches, feed_dict=self._feed(self.train, self._next_rows(), True))
+        self.steps += 1
+        value = float(loss_sum) / float(count)
+        if not math.isfinite(value):
+            raise NonFiniteLoss(f"loss became {value} at step {self.steps} (Trainer.step)")
+        return value
+
+    def infer(self) -> np.ndarray:
+        """One Session.run of the output tensor, `training` False (batchnorm's moving statistics, dropout off), on
+        the next batch of the training set in step()'s order; its outputs on the host (N, output values)."""
+        return self.session.run(self.logits, feed_dict=self._feed(self.train, self._next_rows(), False))
+
     def train_epoch(self) -> Tuple[float, Optional[float]]:
         """One pass in training mode; (mean loss, training accuracy) per example or counted token."""
+        self._trains()
         self.epoch += 1
         split = self.train
         n = len(split["y"])
@@ -307,6 +292,7 @@ class TF1Trainer:
 
     def evaluate(self) -> float:
         """Test accuracy (over counted tokens for sequences) with dropout off, batches of the training size."""
+        self._trains()
         split = self.test
         counted, correct = 0.0, 0.0
         for start in common.batches(len(split["y"]), self.batch_size):
@@ -338,11 +324,12 @@ class TF1Trainer:
             "device": "GPU:0" if self.gpu else "CPU",
             "device_name": self._gpu_name() if self.gpu else common.cpu_name(),
             "threads": {"intra_op": self.threads or cores, "inter_op": self.threads or cores},
-            "kernels": self._kernels(),
+            "kernels": kernels(self.spec_model, self.gpu),
             "data_layout": self._layout(),
             "input_pipeline": ("feed_dict of NumPy batches: rows picked by a seeded permutation each epoch"
                                + (", uint8 images cast and /255 in the graph" if self.spec_model.input_shape else "")),
-            "training_loop": "Python loop of tf.Session.run(train_op) over the batches (graph mode)",
+            "training_loop": ("Python loop of tf.Session.run(train_op) over the batches (graph mode); step(): one "
+                              "Session.run, infer(): Session.run of the output with training False"),
             "loss": self._loss_description(),
             "optimizer": self.opt_settings,
             "optimizer_impl": "tf.train." + self._make_optimizer_name(),
@@ -369,37 +356,14 @@ class TF1Trainer:
                 return dev.physical_device_desc or dev.name
         return "GPU"
 
-    def _kernels(self) -> Dict[str, str]:
-        types = {layer.type for layer in self.spec_model.all_layers}
-        kernels = {}
-        if "conv2d" in types:
-            kernels["conv2d"] = "tf.layers.conv2d (" + ("cuDNN" if self.gpu else "TensorFlow CPU kernels") + ")"
-        if "maxpool2d" in types:
-            kernels["maxpool2d"] = "tf.layers.max_pooling2d (TensorFlow's 'same' rule)"
-        if "lstm" in types:
-            uses_lengths = any(layer["use_lengths"] for layer in self.spec_model.all_layers if layer.type == "lstm")
-            form = "tf.nn.dynamic_rnn(tf.nn.rnn_cell.LSTMCell)" + (" with sequence_length" if uses_lengths else "")
-            if self.gpu:
-                form += (" (per-step CUDA kernels and cuBLAS matmuls, not cuDNN: TensorFlow 1.11's CudnnLSTM "
-                         "takes no sequence lengths)")
-            else:
-                form += " (per-step TensorFlow CPU kernels in a tf.while_loop)"
-            kernels["lstm"] = form
-            if uses_lengths:
-                kernels["lstm_lengths"] = ("sequence_length: the loop stops at the batch's longest sequence, outputs "
-                                           "after each end are zeros, the state is the one at each last real token")
-            if self.seq2seq:
-                kernels["lstm_state"] = "encoder's final LSTMStateTuple at the last real token -> decoder initial_state"
-        if self.kind == "sequence":
-            kernels["dense"] = "tf.layers.dense on (N*T, units): one matmul over every step"
-        return kernels
-
     def _layout(self) -> str:
         if self.spec_model.input_shape:
             return "NHWC (TensorFlow's native layout)"
         return "token ids (N, T): x and x_dec" if self.seq2seq else "token ids (N, T)"
 
     def _loss_description(self) -> str:
+        if self.kind == modelplan.FEATURES:
+            return "none: a features model (model.output = 'features') is only run forward (infer)"
         if self.kind == "sequence":
             return ("tf.nn.sparse_softmax_cross_entropy_with_logits per step (output activation folded into "
                     "the loss), summed over counted tokens / their number")

@@ -1,10 +1,13 @@
-"""Theano: current.py (Theano 1.0.5) and paper.py (Theano 1.0.2).
+"""Theano: one era-neutral implementation (graph.py: the model's graph; optimizers.py; trainer.py: the Trainer;
+runtime.py: device, toolchain, threads; flags.py: THEANO_FLAGS before Theano loads) and two thin era modules,
+current.py (Theano 1.0.5, CPython 3.11) and paper.py (Theano 1.0.2, CPython 3.6), holding what differs.
 
-What each can do, declared once (bench/frameworks/capabilities.py); the paper-era module trains epochs only.
+What each can do, declared once (bench/frameworks/capabilities.py): both eras build every layer type and serve
+every protocol (Theano 1.0.2 has every op the graph uses); only the current era can choose its BLAS.
 """
 
 from bench import blas_backends
-from bench.frameworks.capabilities import PAPER_ERA, Capabilities, current_era
+from bench.frameworks.capabilities import Capabilities, current_era, paper_era
 
 # The BLAS its compiled modules link (THEANO_FLAGS blas.ldflags, read when Theano is imported): bench/blas_backends.py
 # says how each is found and linked.
@@ -23,6 +26,6 @@ CAPABILITIES = Capabilities(
     imports=("theano", "scipy"),
     eras={
         "current": current_era(blas=BLAS),
-        "paper": PAPER_ERA,
+        "paper": paper_era(),
     },
 )

@@ -15,6 +15,7 @@ from bench.errors import UsageError
 from bench.frameworks import capabilities
 from bench.frameworks.capabilities import PROTOCOL_METHODS, Capabilities, Era, Feature
 from images import compat
+from tests.declarations import declare
 
 HERE = Path(frameworks.__file__).parent
 MODULES = [(fw, era) for fw in frameworks.discovered() for era in frameworks.ERAS if (HERE / fw / f"{era}.py").exists()]
@@ -23,15 +24,58 @@ SWITCH_READS = {switches.AUTOTUNE: ("AUTOTUNE",), switches.RNN_KERNEL: ("RNN_KER
                 switches.LAYOUT: ("LAYOUT",)}
 
 
+def _siblings(fw: str, tree: ast.Module) -> set[str]:
+    """The modules of the framework's own package a module imports (`from bench.frameworks.<fw> import graph`,
+    `from bench.frameworks.<fw>.graph import X`, `from . import graph`, `from .graph import X`)."""
+    package, out = f"bench.frameworks.{fw}", set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        module = node.module or ""
+        if node.level == 0 and module.startswith(package + "."):
+            out.add(module[len(package) + 1:].split(".")[0])
+        elif (node.level == 0 and module == package) or (node.level == 1 and not module):
+            out |= {alias.name for alias in node.names}
+        elif node.level == 1:
+            out.add(module.split(".")[0])
+    return {name for name in out if (HERE / fw / f"{name}.py").exists()}
+
+
+def _module_files(fw: str, era: str) -> list[Path]:
+    """The era module and every module of its package it imports, directly or through another (the era-neutral
+    modules it shares with the other era, its own <era>_*.py helpers)."""
+    seen, todo = [], [era]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.append(name)
+        todo.extend(sorted(_siblings(fw, ast.parse((HERE / fw / f"{name}.py").read_text()))))
+    return [HERE / fw / f"{name}.py" for name in seen]
+
+
+def _source(fw: str, era: str) -> str:
+    return "\n".join(path.read_text() for path in _module_files(fw, era))
+
+
 def _tree(fw: str, era: str) -> ast.Module:
-    return ast.parse((HERE / fw / f"{era}.py").read_text())
+    """The era module and the package modules it imports, as one module (what the era really runs)."""
+    return ast.Module(body=[node for path in _module_files(fw, era) for node in ast.parse(path.read_text()).body],
+                      type_ignores=[])
 
 
 def _trainer_methods(tree: ast.Module) -> set[str]:
-    """The methods of the class make_trainer returns (its return annotation)."""
+    """The methods of the class make_trainer returns (its return annotation), its base classes' included."""
     make = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "make_trainer")
-    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == ast.unparse(make.returns))
-    return {n.name for n in cls.body if isinstance(n, ast.FunctionDef)}
+    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+
+    def methods(name: str) -> set[str]:
+        cls = classes[name.split(".")[-1].strip("'\"")]
+        own = {n.name for n in cls.body if isinstance(n, ast.FunctionDef)}
+        bases = [ast.unparse(b).split(".")[-1] for b in cls.bases]
+        return own.union(*(methods(b) for b in bases if b in classes))
+
+    return methods(ast.unparse(make.returns))
 
 
 def _compared_strings(tree: ast.Module) -> set[str]:
@@ -83,7 +127,7 @@ def test_a_declared_protocol_has_its_trainer_method_and_an_undeclared_one_has_no
 @pytest.mark.parametrize(("fw", "era"), MODULES)
 def test_the_declared_layer_types_are_what_the_module_translates(fw, era):
     can, tree = capabilities.era_of(fw, era), _tree(fw, era)
-    source = (HERE / fw / f"{era}.py").read_text()
+    source = _source(fw, era)
     named = _compared_strings(tree).union(*(getattr(modelplan, group) for group in ("POOLS", "WINDOWED")
                                             if f"modelplan.{group}" in source))
     # A bare activation layer is any layer's `activation` option alone, which every module applies where it reads
@@ -125,15 +169,19 @@ def test_every_collective_module_is_declared():
     assert found == set(collectives.SUPPORT.frameworks())
 
 
-def test_the_features_read_their_frameworks_off_the_declarations():
+def test_the_features_read_their_frameworks_off_the_declarations(monkeypatch):
     everyone = frameworks.discovered()
-    assert iterations.SUPPORT.frameworks("current") == inference.SUPPORT.frameworks("current") == everyone
-    assert iterations.SUPPORT.frameworks("paper") == inference.SUPPORT.frameworks("paper") == ()
+    for era in frameworks.ERAS:  # the 2018 APIs have step() and a forward pass too (issue 29)
+        assert iterations.SUPPORT.frameworks(era) == inference.SUPPORT.frameworks(era) == everyone
     assert dataparallel.SUPPORT.frameworks() == collectives.SUPPORT.frameworks() == ("pytorch",)
     assert blas_backends.FEATURE.frameworks() == ("keras", "tensorflow", "theano")
+    assert blas_backends.FEATURE.eras() == ("current",)  # a paper image links one BLAS
     assert switches.feature(switches.LAYOUT).frameworks() == ("pytorch",)
+    assert switches.feature(switches.LAYOUT).eras() == ("current",)  # PyTorch 0.4.1 has no channels_last
     assert switches.feature(switches.AUTOTUNE).frameworks() == ("chainer", "keras", "mxnet", "pytorch", "tensorflow")
-    assert switches.feature(switches.RNN_KERNEL).eras() == ("current",)
+    assert switches.feature(switches.RNN_KERNEL).eras() == ("current", "paper")
+    assert iterations.refusal("mxnet", "paper") is None
+    declare(monkeypatch, "mxnet", "paper")  # a 2018 module training epochs only
     assert iterations.refusal("mxnet", "paper") == "the iterations protocol's step() is written for the current era, " \
                                                    "not paper"
 

@@ -7,17 +7,38 @@ first, then requirements.txt with the options in pip-install-args (--no-build-is
 
 from __future__ import annotations
 
+import ast
 import re
 import sys
 
 import pytest
 
-from images import envs
+from bench.frameworks import capabilities
+from images import build, envs
 from tests.bench.frameworks import check
 from tests.bench.frameworks.check import *  # noqa: F403  (check.__all__: the shared tests, run here)
 
 FRAMEWORK = "chainer"
 IMAGE_DIR = check.REPO / "images" / FRAMEWORK / "current"
+PACKAGE = check.REPO / "bench" / "frameworks" / FRAMEWORK
+
+
+# -- one model and trainer, two thin era adapters (fast) ---------------------------------------
+@pytest.mark.parametrize("era", ["current", "paper"])
+def test_each_era_adapts_the_one_model_and_trainer_its_image_carries(era):
+    carried = build.payload_files(era)
+    assert {PACKAGE / "layers.py", PACKAGE / "trainer.py"} <= set(carried)
+    tree = ast.parse((PACKAGE / f"{era}.py").read_text())
+    classes = [node for node in tree.body if isinstance(node, ast.ClassDef)]
+    # No link or loop of its own: one trainer class, the era-neutral one's hooks filled in.
+    bases = [(c.name, [ast.unparse(b) for b in c.bases]) for c in classes]
+    assert bases == [("ChainerTrainer", ["trainer.SpecTrainer"])]
+
+
+def test_the_paper_era_serves_what_the_current_era_does():
+    current, paper = (capabilities.era_of(FRAMEWORK, era) for era in ("current", "paper"))
+    assert (paper.protocols, paper.layer_types, paper.bias_free_conv, paper.switches) == \
+        (current.protocols, current.layer_types, current.bias_free_conv, current.switches)
 
 
 # -- the lock and the install steps (fast) -----------------------------------------------------

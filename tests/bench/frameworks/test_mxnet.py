@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import pytest
 
+from bench import inference, iterations
+from bench.frameworks import capabilities
+from campaign import specs
 from tests.bench.frameworks import check
 from tests.bench.frameworks.check import *  # noqa: F403  (check.__all__: the shared tests, run here)
 
@@ -17,6 +20,17 @@ FRAMEWORK = "mxnet"
 
 
 probe = check.probe_fixture(FRAMEWORK, check.PROBED, __name__, weight=60)
+
+
+def test_the_paper_era_serves_what_the_current_era_does():
+    """One Gluon model and trainer (blocks.py, trainer.py) serve both eras: MXNet 1.3.0 has every API they use, so
+    the planner refuses no MXNet paper-era run the current era would plan."""
+    paper, current = (capabilities.era_of(FRAMEWORK, era) for era in ("paper", "current"))
+    assert paper[:4] == current[:4]  # protocols, layer types, bias-free conv, switches
+    assert iterations.refusal(FRAMEWORK, "paper") is None and inference.refusal(FRAMEWORK, "paper") is None
+    models = {w: specs.load(w, "smoke") for w in specs.known_workloads() if "smoke" in specs.known_profiles(w)}
+    refused = {w: capabilities.layer_refusal(FRAMEWORK, "paper", spec) for w, spec in models.items() if "model" in spec}
+    assert not any(refused.values()), refused
 
 
 @pytest.mark.slow

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import pytest
 
+from bench import blas_backends, collectives, dataparallel, switches
 from bench.frameworks import known_frameworks
-from campaign import study
+from campaign import plan, specs, study
 from tests import background
 from tests.bench.frameworks import check
 
@@ -36,6 +37,34 @@ def test_every_dlbench_workload_is_trained_by_the_probes():
     # (fcn-r-mnist: tests/studies/shi/test_study.py).
     dlbench = {w for e in study.load_study("dlbench").experiments.values() for w in e.workloads}
     assert set(check.PROBED) == dlbench
+
+
+# What the 2018 paper-era modules cannot do whatever their code: the paper images link one BLAS and run one
+# process (no BLAS choice, no data-parallel ranks, no collectives), and channels_last memory is PyTorch 1.5's.
+PAPER_CANNOT = (blas_backends.AXIS, switches.LAYOUT)
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_the_paper_era_plans_every_studys_runs_but_what_2018_cannot(framework):
+    """Keras 2.2.4 and PyTorch 0.4.1 translate every layer type and have step() and infer(): the planner keeps
+    every smoke run of every study's experiments for their paper era (Shi's ResNet-56 under the iterations
+    protocol, ilkarman's GRU and ResNet-50 features, Shams' GoogLeNet, Wu's lrn), the rnn_kernel and
+    cudnn_autotune switches included, and leaves out only what PAPER_CANNOT and collectives name."""
+    kept = set()
+    for target, experiment in study.experiments().items():
+        for workload in experiment.workloads:
+            spec = specs.load(workload, "smoke")
+            for point in experiment.points(physical_cores=2):
+                resolved = study.apply_point(spec, point, experiment.measurement_for("smoke"))
+                why = plan.refusal(framework, "paper", resolved, point)
+                if (set(point) & set(PAPER_CANNOT) or point.get(dataparallel.AXIS, 1) > 1
+                        or collectives.is_collective(spec)):
+                    assert why, (target, workload, point)
+                    continue
+                assert why is None, (target, workload, point, why)
+                kept.add((workload, tuple(sorted(point))))
+    assert {("resnet56-cifar10", ()), ("gru-imdb", (switches.RNN_KERNEL,)),
+            ("resnet50-features-synthetic", ())} <= kept
 
 
 # Probe output per framework: {"workloads": {name: {...}}, "versions", "nan_raised", ...}; both at once,

@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import pytest
 
+from bench import inference, iterations
+from bench.frameworks import capabilities
+from campaign import specs
 from tests.bench.frameworks import check
 from tests.bench.frameworks.check import *  # noqa: F403  (check.__all__: the shared tests, run here)
 
@@ -22,7 +25,7 @@ LSTM_PATHS = r"""
 import json
 import numpy as np
 import tensorflow as tf
-from bench.frameworks.tensorflow import current as tfw
+from bench.frameworks.tensorflow.current_lstm import LSTM
 
 out = {"lstm": {}}
 rng = np.random.default_rng(0)
@@ -41,8 +44,8 @@ cases = {
     "return_sequences, initial_state": (True, False, None, state0),
 }
 for case, (return_sequences, return_state, lens, init) in cases.items():
-    layer = tfw._LSTM(units, use_lengths=lens is not None, return_sequences=return_sequences, fused_cpu=True,
-                      return_state=return_state)
+    layer = LSTM(units, use_lengths=lens is not None, return_sequences=return_sequences, fused_cpu=True,
+                 return_state=return_state)
     layer(x, lens)  # builds the weights
     weights = layer.trainable_variables
     for w in weights:  # away from Keras' initial values, so every gate block matters
@@ -74,6 +77,17 @@ print(json.dumps(out))
 
 
 probe = check.probe_fixture(FRAMEWORK, check.PROBED, __name__, weight=70)
+
+
+def test_the_paper_era_serves_what_the_current_era_does():
+    """TensorFlow 1.11's graph (paper.py, paper_layers.py) has step(), infer(), every layer type and the same
+    switches, so the planner refuses no TensorFlow paper-era run the current era would plan."""
+    paper, current = (capabilities.era_of(FRAMEWORK, era) for era in ("paper", "current"))
+    assert paper[:4] == current[:4]  # protocols, layer types, bias-free conv, switches
+    assert iterations.refusal(FRAMEWORK, "paper") is None and inference.refusal(FRAMEWORK, "paper") is None
+    models = {w: specs.load(w, "smoke") for w in specs.known_workloads() if "smoke" in specs.known_profiles(w)}
+    refused = {w: capabilities.layer_refusal(FRAMEWORK, "paper", spec) for w, spec in models.items() if "model" in spec}
+    assert not any(refused.values()), refused
 
 
 @pytest.fixture(scope="module")

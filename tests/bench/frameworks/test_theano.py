@@ -12,11 +12,15 @@ with g++ against OpenBLAS (Debian: g++, libopenblas-dev): a cold compile cache c
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 
 import pytest
 
+from bench import threads
+from bench.frameworks import capabilities, common
+from bench.frameworks.theano import flags
 from campaign import specs
 from images import envs
 from tests.bench.frameworks import check
@@ -31,15 +35,15 @@ BUILD_TIMEOUT_S = 1800  # a cold compile cache on a busy 2-core machine: minutes
 ADADELTA_SCRIPT = """
 import json
 import numpy as np
-from bench.frameworks.theano import current as th
-theano = th.theano
-opt = {"lr": 0.5, "rho": 0.9, "epsilon": 1e-7, "weight_decay": 0.01}
+from bench.frameworks.theano import current  # first: it sets THEANO_FLAGS before Theano loads
+from bench.frameworks.theano import graph, optimizers
+theano = graph.theano
+opt = {"name": "adadelta", "lr": 0.5, "rho": 0.9, "epsilon": 1e-7, "weight_decay": 0.01}
 p0 = np.array([1.0, -2.0, 0.5, 3.0])
 c = np.array([0.5, 1.0, 2.0, 0.25])
-p = theano.shared(p0.astype(th.FLOATX), name="p")
-loss = (c.astype(th.FLOATX) * p ** 2).sum()
-decay = th._floatx(1.0 - opt["lr"] * opt["weight_decay"])
-step = theano.function([], loss, updates=th._adadelta_updates([p], theano.grad(loss, [p]), opt, decay))
+p = theano.shared(p0.astype(graph.FLOATX), name="p")
+loss = (c.astype(graph.FLOATX) * p ** 2).sum()
+step = theano.function([], loss, updates=optimizers.training_updates([p], loss, opt))
 w, a, d = p0.copy(), np.zeros(4), np.zeros(4)
 for _ in range(3):
     step()
@@ -76,6 +80,33 @@ def test_lock_pins_the_versions_theano_needs():
     assert tuple(int(p) for p in pins["scipy"].split(".")[:2]) < (1, 11)
     assert pins["psutil"] == "7.2.2"
     assert pins["nvidia-ml-py"].startswith("13.")
+
+
+# -- the package's declaration and its THEANO_FLAGS (fast: no Theano is imported) ---------------------------------
+def test_the_paper_era_serves_what_the_current_one_does_but_the_blas_choice():
+    """One era-neutral graph and trainer: Theano 1.0.2 gets every protocol and layer type 1.0.5 has; only the
+    current environment can switch its BLAS (the paper image links OpenBLAS alone)."""
+    current, paper = capabilities.era_of(FRAMEWORK, "current"), capabilities.era_of(FRAMEWORK, "paper")
+    assert paper == current._replace(blas={})
+    assert current.blas and paper.protocols == capabilities.ALL_PROTOCOLS
+
+
+def test_flags_fill_in_the_kits_and_keep_the_users(monkeypatch):
+    for var in (*threads.THREAD_VARS, *threads.UNSET_VARS):
+        monkeypatch.setenv(var, "")  # restored after the test: configure() pins (or unsets) them
+    monkeypatch.setenv("THEANO_FLAGS", "floatX=float64, optimizer=fast_compile")
+    monkeypatch.setenv(common.THREADS_VAR, "3")
+    ours = flags.configure("bench.frameworks.theano.current")
+    assert set(ours) == {"device", "blas.ldflags", "base_compiledir"}  # floatX was the user's
+    assert os.environ["THEANO_FLAGS"].split(",")[:2] == ["floatX=float64", "optimizer=fast_compile"]
+    assert f"base_compiledir={flags.compiledir()}" in os.environ["THEANO_FLAGS"]
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "3"
+
+
+def test_flags_refuse_a_theano_imported_before_them(monkeypatch):
+    monkeypatch.setitem(sys.modules, "theano", object())
+    with pytest.raises(RuntimeError, match="import bench.frameworks.theano.paper first"):
+        flags.configure("bench.frameworks.theano.paper")
 
 
 # -- the probe in the theano environment (slow) ----------------------------------------------------

@@ -11,11 +11,10 @@ from __future__ import annotations
 import pytest
 
 from bench.frameworks import common
-from bench.frameworks.capabilities import PAPER_LAYER_TYPES
-from bench.modelplan import gru_params, plan
+from bench.modelplan import plan
 from campaign import specs
 from data import prepare
-from tests.plancount import trainable
+from tests import plancount
 from tests.smokecampaign import smoke_runs
 
 WORKLOAD = "gru-imdb"
@@ -33,11 +32,9 @@ assert CNN_PARAMS == 3_441_592
 
 
 def planned_params(workload: str) -> int:
-    """Trainable parameters of a workload's planned layers: tests/plancount.py's dense count, plus the embedding's
-    table and the GRU's (modelplan.gru_params), which plancount leaves out."""
-    layers = plan(specs.load(workload)).layers
-    embeddings = sum(layer["input_dim"] * layer["output_dim"] for layer in layers if layer.type == "embedding")
-    return trainable(layers) + embeddings + sum(gru_params(layer) for layer in layers if layer.type == "gru")
+    """Trainable parameters of a workload's planned layers (tests/plancount.py, the embedding's table and the GRU's
+    included)."""
+    return plancount.planned_params(plan(specs.load(workload)).layers)
 
 
 def test_gru_imdb_has_the_hand_counted_parameters():
@@ -58,12 +55,11 @@ def test_gru_imdb_is_the_notebooks_model_on_the_kits_imdb_arrays():
     assert (spec["model"]["maxlen"], embedding["input_dim"]) == (prepare.IMDB_MAXLEN, prepare.IMDB_VOCAB_SIZE)
     for choice in ("maxlen", "truncation", "vocabulary"):
         assert spec["choices"][choice].startswith("departs: "), choice
-    assert "gru" not in PAPER_LAYER_TYPES  # the paper-era modules refuse it in one line
 
 
 def test_the_cifar10_cnn_has_the_hand_counted_parameters_and_the_notebooks_settings():
     spec = specs.load(CNN)
-    assert trainable(plan(spec).layers) == CNN_PARAMS
+    assert plancount.trainable(plan(spec).layers) == CNN_PARAMS
     assert (spec["study"], spec["dataset"]) == ("ilkarman", "cifar10")
     assert (spec["training"]["batch_size"], spec["training"]["epochs"]) == (64, 10)
     assert common.optimizer_settings(spec)["name"] == "sgd" and spec["training"]["optimizer"]["momentum"] == 0.9

@@ -4,7 +4,8 @@ PyTorch 0.4.1 is on no package index, so its module is never run by the tests: t
 keeps it honest, and it holds the five paper modules the paper-image tests train (test_<framework>.py
 beside this file) to the same rule, on every line, trained or not. LATER holds, per paper-era
 package, APIs that arrived after that version: the version each arrived in and where that was
-found. Every bench/frameworks/<framework>/paper.py is parsed with `ast`; a rule applies to a
+found. Every module of bench/frameworks/<framework>/ a paper image carries (paper.py, paper_*.py, the
+era-neutral ones) is parsed with `ast`; a rule applies to a
 module that imports its package, and the check fails naming file, line, API and version when one
 is used:
 
@@ -37,6 +38,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 import pytest
+
+from images.build import payload_files
 
 REPO = Path(__file__).resolve().parents[4]
 FRAMEWORKS_DIR = REPO / "bench" / "frameworks"
@@ -339,12 +342,18 @@ def test_the_table_holds_the_apis_the_paper_modules_must_avoid():
 
 
 # -- the paper-era modules -----------------------------------------------------------------------------
+def paper_image_modules(framework: str) -> list[Path]:
+    """The framework's modules a paper image carries (images/build.py payload_files): paper.py, its paper_*.py helpers
+    and the era-neutral modules both eras share."""
+    return [path for path in payload_files("paper") if path.parent == FRAMEWORKS_DIR / framework
+            and path.stem != "__init__"]
+
+
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_paper_module_uses_only_apis_of_its_version(framework):
-    path = FRAMEWORKS_DIR / framework / "paper.py"
-    if not path.exists():
-        pytest.skip(f"{path.relative_to(REPO)} does not exist yet: no paper-era {framework} module to check")
-    used = later_apis_used(path)
+    paths = paper_image_modules(framework)
+    assert FRAMEWORKS_DIR / framework / "paper.py" in paths
+    used = [api for path in paths for api in later_apis_used(path)]
     assert not used, "paper-era module uses APIs newer than its framework version:\n" + "\n".join(map(str, used))
 
 

@@ -1,7 +1,7 @@
-"""The paper-era Chainer module (Chainer 4.5.0: bench/frameworks/chainer/paper.py), trained in its paper image
-through the docker runner (harness.py): every DLBench workload's smoke spec, three epochs, one thread; a
-cnn-mnist run at an absurd learning rate that must fail as 'nan'; inimage.py's padding check. The shared tests
-(harness.SHARED_TESTS) are collected here with this file's `paper` fixture."""
+"""The paper-era Chainer module (Chainer 4.5.0: bench/frameworks/chainer/paper.py, the era adapter of layers.py and
+trainer.py), trained in its paper image through the docker runner (harness.py): every DLBench workload's smoke
+spec, three epochs, one thread; a cnn-mnist run at an absurd learning rate that must fail as 'nan'; inimage.py's
+padding check. The shared tests (harness.SHARED_TESTS) are collected here with this file's `paper` fixture."""
 
 from __future__ import annotations
 
@@ -12,7 +12,11 @@ import pytest
 from bench import schema
 from campaign import specs
 from tests.bench.frameworks import check
-from tests.bench.frameworks.paper import harness
+from tests.bench.frameworks.paper import experiments, harness
+from tests.bench.frameworks.paper.experiments import (  # noqa: F401  (the shared tests, collected here)
+    test_each_case_is_planned_and_run_or_refused_in_one_line,
+    test_planned_cases_ran_their_protocol,
+)
 from tests.bench.frameworks.paper.harness import (  # noqa: F401  (the shared tests, collected here)
     test_info_records_threads_and_kernels,
     test_loss_falls,
@@ -29,10 +33,11 @@ FRAMEWORK = "chainer"
 LSTMS = tuple(w for w in harness.WORKLOADS if specs.load(w)["family"] == "lstm")
 paper = harness.paper_fixture(FRAMEWORK, __name__, weight=115)
 checks = harness.checks_fixture(FRAMEWORK, __name__, weight=5)
+cases = experiments.cases_fixture(FRAMEWORK, __name__, weight=250)
 
 
 def test_every_shared_test_is_collected_here():
-    assert all(name in globals() for name in harness.SHARED_TESTS)
+    assert all(name in globals() for name in harness.SHARED_TESTS + experiments.SHARED_TESTS)
 
 
 @pytest.mark.parametrize("workload", harness.WORKLOADS)
@@ -44,7 +49,7 @@ def test_kernels_and_threads_recorded(paper, workload):
     assert info["threads"]["blas_threads_set_by"].startswith("openblas_set_num_threads")  # one OpenBLAS thread
     assert info["weight_decay_rule"].startswith("decoupled")
     if workload in LSTMS:
-        assert "NStepLSTM (Chainer 4.5" in info["kernels"]["lstm"]
+        assert "links.NStepLSTM" in info["kernels"]["lstm"]  # the version: framework_build, above
         assert "variable-length" in info["kernels"]["lstm_lengths"]
     else:
         assert "cover_all=False" in info["kernels"]["maxpool2d"]

@@ -2,14 +2,22 @@
 configuration, trained in its paper image through the docker runner (harness.py): every DLBench workload's
 smoke spec, three epochs, one thread; a cnn-mnist run at an absurd learning rate that must fail as 'nan';
 inimage.py's padding check, two evaluations of the same weights, and the decoupled weight decay against its
-rule. The shared tests (harness.SHARED_TESTS) are collected here with this file's `paper` fixture."""
+rule. The shared tests (harness.SHARED_TESTS) are collected here with this file's `paper` fixture.
+
+Beyond DLBench: the other studies' cases (experiments.py, its shared tests collected here with the `cases`
+fixture), and what Keras' own records say of them (kernels of ResNet-56 under step(), the GRU, ResNet-50's
+features under infer())."""
 
 from __future__ import annotations
 
 import pytest
 
 from tests.bench.frameworks import check
-from tests.bench.frameworks.paper import harness
+from tests.bench.frameworks.paper import experiments, harness
+from tests.bench.frameworks.paper.experiments import (  # noqa: F401  (the shared tests, collected here)
+    test_each_case_is_planned_and_run_or_refused_in_one_line,
+    test_planned_cases_ran_their_protocol,
+)
 from tests.bench.frameworks.paper.harness import (  # noqa: F401  (the shared tests, collected here)
     test_info_records_threads_and_kernels,
     test_loss_falls,
@@ -25,10 +33,13 @@ pytestmark = [pytest.mark.slow, pytest.mark.paper_image]
 FRAMEWORK = "keras"
 paper = harness.paper_fixture(FRAMEWORK, __name__, weight=90)
 checks = harness.checks_fixture(FRAMEWORK, __name__, weight=5, evaluations=True, extra=("keras_weight_decay",))
+cases = experiments.cases_fixture(FRAMEWORK, __name__, weight=200)
+RESNET56, GRU, FEATURES = (("shi-cpu", "resnet56-cifar10"), ("ilkarman-train-cpu", "gru-imdb"),
+                            ("ilkarman-features-cpu", "resnet50-features-synthetic"))
 
 
 def test_every_shared_test_is_collected_here():
-    assert all(name in globals() for name in harness.SHARED_TESTS)
+    assert all(name in globals() for name in harness.SHARED_TESTS + experiments.SHARED_TESTS)
 
 
 def test_parameter_counts_equal_keras(paper):
@@ -82,3 +93,23 @@ def test_decoupled_weight_decay_is_the_rule(checks):
         for got, want in zip(result["keras"], result["rule"]):
             assert got == pytest.approx(want, rel=1e-5, abs=1e-6), name
     assert out["sgd"]["keras"][0] != pytest.approx([1.0, 1.0])  # it moved
+
+
+def test_step_trains_a_resnet_of_bias_free_convolutions_and_batchnorm(cases):
+    run = cases.record(RESNET56)
+    kernels = run["device_used"]["kernels"]
+    assert "FusedBatchNorm" in kernels["batchnorm"] and "Add()" in kernels["residual"]
+    assert "use_bias=False" in kernels["residual"]
+
+
+def test_the_gru_is_cudnns_form_on_keras_loop(cases):
+    run = cases.record(GRU)
+    assert "reset_after=True" in run["device_used"]["kernels"]["gru"]
+    assert "CuDNNGRU is GPU-only" in run["device_used"]["kernels"]["gru"]
+    assert run["timing"]["training_time_s"] > 0
+
+
+def test_infer_extracts_resnet50_features(cases):
+    run = cases.record(FEATURES)
+    assert run["device_used"]["loss"].startswith("none: a features model")
+    assert run["device_used"]["optimizer_impl"].startswith("none")

@@ -1,7 +1,9 @@
-"""The paper-era MXNet module (MXNet 1.3.0: bench/frameworks/mxnet/paper.py), trained in its paper image through
-the docker runner (harness.py): every DLBench workload's smoke spec, three epochs, one thread; a cnn-mnist run
-at an absurd learning rate that must fail as 'nan'; inimage.py's padding check and two evaluations of the same
-weights. The shared tests (harness.SHARED_TESTS) are collected here with this file's `paper` fixture."""
+"""The paper-era MXNet module (MXNet 1.3.0: bench/frameworks/mxnet/paper.py over the era-neutral blocks.py and
+trainer.py), trained in its paper image through the docker runner (harness.py): every DLBench workload's smoke spec,
+three epochs, one thread; a cnn-mnist run at an absurd learning rate that must fail as 'nan'; inimage.py's padding
+check and two evaluations of the same weights; the other studies' cases (experiments.py: step(), infer(), a residual
+network, concat, lrn, a GRU). The shared tests (harness.SHARED_TESTS, experiments.SHARED_TESTS) are collected here
+with this file's `paper` and `cases` fixtures."""
 
 from __future__ import annotations
 
@@ -10,7 +12,11 @@ import sys
 import pytest
 
 from tests.bench.frameworks import check
-from tests.bench.frameworks.paper import harness
+from tests.bench.frameworks.paper import experiments, harness
+from tests.bench.frameworks.paper.experiments import (  # noqa: F401  (the shared tests, collected here)
+    test_each_case_is_planned_and_run_or_refused_in_one_line,
+    test_planned_cases_ran_their_protocol,
+)
 from tests.bench.frameworks.paper.harness import (  # noqa: F401  (the shared tests, collected here)
     test_info_records_threads_and_kernels,
     test_loss_falls,
@@ -28,10 +34,11 @@ CNNS = tuple(w for w in harness.WORKLOADS if w.startswith("cnn-"))
 SEQUENCES = tuple(w for w in harness.WORKLOADS if w not in CNNS)
 paper = harness.paper_fixture(FRAMEWORK, __name__, weight=95)
 checks = harness.checks_fixture(FRAMEWORK, __name__, weight=5, evaluations=True)
+cases = experiments.cases_fixture(FRAMEWORK, __name__, weight=150)
 
 
 def test_every_shared_test_is_collected_here():
-    assert all(name in globals() for name in harness.SHARED_TESTS)
+    assert all(name in globals() for name in harness.SHARED_TESTS + experiments.SHARED_TESTS)
 
 
 @pytest.mark.parametrize("workload", harness.WORKLOADS)
@@ -47,8 +54,9 @@ def test_device_used_records_the_kernels(paper, workload):
         assert kernels["lstm"] == "gluon.rnn.LSTM, TNC (fused RNN operator, CPU)"
     if workload == "lstm-imdb":  # 1.3.0's fused LSTM reads no lengths: the whole padded batch
         assert "SequenceLast" in kernels["lstm_lengths"]
-    if workload == "seq2seq-manythings":
-        assert "unroll(valid_length=lengths)" in kernels["lstm_encoder_state"]
+    if workload == "seq2seq-manythings":  # no lengths in 1.3.0's fused LSTM: the encoder's cell is stepped
+        assert "F.contrib.foreach" in kernels["lstm_encoder_state"]
+        assert info["hybridize"] == "static_alloc=True, static_shape=False (cached graph)"
     if workload in ("lstm-ptb", "seq2seq-manythings"):
         assert "Dense(flatten=False)" in kernels["dense"]
         assert info["optimizer"] == {"name": "adadelta", "lr": 1.0, "rho": 0.95, "epsilon": 1e-7, "weight_decay": 0.0}
@@ -79,3 +87,8 @@ def test_two_threads_train_on_one_engine_worker(tmp_path):
     record = runs.record("cnn-cifar100")
     assert record["device_used"]["threads"] == {"intra_op": 2, "inter_op": 1}
     assert record["config"]["threads"] == 2
+
+
+def test_a_residual_network_is_built_of_gluon_batchnorm(cases):
+    # resnet56-cifar10 (experiments.py): residual blocks, batchnorm and bias-free convolutions through 1.3.0's Gluon.
+    assert "BatchNorm" in cases.record(("shi-cpu", "resnet56-cifar10"))["device_used"]["kernels"]["batchnorm"]

@@ -9,7 +9,11 @@ from __future__ import annotations
 import pytest
 
 from tests.bench.frameworks import check
-from tests.bench.frameworks.paper import harness
+from tests.bench.frameworks.paper import experiments, harness
+from tests.bench.frameworks.paper.experiments import (  # noqa: F401  (the shared tests, collected here)
+    test_each_case_is_planned_and_run_or_refused_in_one_line,
+    test_planned_cases_ran_their_protocol,
+)
 from tests.bench.frameworks.paper.harness import (  # noqa: F401  (the shared tests, collected here)
     test_info_records_threads_and_kernels,
     test_loss_falls,
@@ -25,10 +29,11 @@ pytestmark = [pytest.mark.slow, pytest.mark.paper_image]
 FRAMEWORK = "tensorflow"
 paper = harness.paper_fixture(FRAMEWORK, __name__, weight=75)
 checks = harness.checks_fixture(FRAMEWORK, __name__, weight=5, evaluations=True)
+cases = experiments.cases_fixture(FRAMEWORK, __name__, weight=150)
 
 
 def test_every_shared_test_is_collected_here():
-    assert all(name in globals() for name in harness.SHARED_TESTS)
+    assert all(name in globals() for name in harness.SHARED_TESTS + experiments.SHARED_TESTS)
 
 
 def test_parameter_counts_equal_keras(paper):

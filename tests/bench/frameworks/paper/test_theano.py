@@ -1,8 +1,8 @@
-"""The paper-era Theano module (Theano 1.0.2: bench/frameworks/theano/paper.py), trained in its paper image
-through the docker runner (harness.py): every DLBench workload's smoke spec, three epochs, one thread; a
-cnn-mnist run at an absurd learning rate that must fail as 'nan'; inimage.py's padding check and a strided
-'same' convolution's gradient. The shared tests (harness.SHARED_TESTS) are collected here with this file's
-`paper` fixture.
+"""The paper-era Theano module (Theano 1.0.2: bench/frameworks/theano/paper.py over the era-neutral graph.py,
+optimizers.py and trainer.py), trained in its paper image through the docker runner (harness.py): every DLBench
+workload's smoke spec, three epochs, one thread; a cnn-mnist run at an absurd learning rate that must fail as
+'nan'; inimage.py's padding check and a strided 'same' convolution's gradient. The shared tests
+(harness.SHARED_TESTS) are collected here with this file's `paper` fixture.
 
 Each run is a fresh container whose compile cache is its own /tmp (HOME=/tmp on a read-only root), so every
 run pays Theano's cold g++ compiles in its setup time, as every run of a campaign in the image does."""
@@ -12,7 +12,11 @@ from __future__ import annotations
 import pytest
 
 from tests.bench.frameworks import check
-from tests.bench.frameworks.paper import harness
+from tests.bench.frameworks.paper import experiments, harness
+from tests.bench.frameworks.paper.experiments import (  # noqa: F401  (the shared tests, collected here)
+    test_each_case_is_planned_and_run_or_refused_in_one_line,
+    test_planned_cases_ran_their_protocol,
+)
 from tests.bench.frameworks.paper.harness import (  # noqa: F401  (the shared tests, collected here)
     test_info_records_threads_and_kernels,
     test_loss_falls,
@@ -29,10 +33,11 @@ FRAMEWORK = "theano"
 paper = harness.paper_fixture(FRAMEWORK, __name__, weight=430)
 # Cold g++ compiles of the padding check's trainers: minutes, in the other lane.
 checks = harness.checks_fixture(FRAMEWORK, __name__, weight=120, extra=("theano_strided_same",))
+cases = experiments.cases_fixture(FRAMEWORK, __name__, weight=500)
 
 
 def test_every_shared_test_is_collected_here():
-    assert all(name in globals() for name in harness.SHARED_TESTS)
+    assert all(name in globals() for name in harness.SHARED_TESTS + experiments.SHARED_TESTS)
 
 
 def test_parameter_counts_equal_keras(paper):
