@@ -62,7 +62,9 @@ def run_pytorch(module: Any, model: modelplan.ModelPlan, x: np.ndarray) -> np.nd
 
 
 def run_tensorflow(module: Any, model: modelplan.ModelPlan, x: np.ndarray) -> np.ndarray:
-    return module._build_stack(model.layers[:1], "cpu", "layer")(x, training=False)[0].numpy()
+    from bench.frameworks.tensorflow import current_layers  # the current module's layers live beside it
+
+    return current_layers._build_stack(model.layers[:1], "cpu", "layer")(x, training=False)[0].numpy()
 
 
 def run_keras(module: Any, model: modelplan.ModelPlan, x: np.ndarray) -> np.ndarray:
@@ -72,13 +74,18 @@ def run_keras(module: Any, model: modelplan.ModelPlan, x: np.ndarray) -> np.ndar
 
 
 def run_mxnet(module: Any, model: modelplan.ModelPlan, x: np.ndarray) -> np.ndarray:
-    net = module._build_stack(model.layers[:1], False)
+    from bench.frameworks.mxnet import blocks  # the Gluon blocks both eras build
+    from bench.frameworks.mxnet.library import nd
+
+    net = blocks._build_stack(model.layers[:1], False)
     net.hybridize(static_alloc=True, static_shape=True)  # as the trainer runs it
-    return _nhwc(net(module.nd.array(_nchw(x))).asnumpy())
+    return _nhwc(net(nd.array(_nchw(x))).asnumpy())
 
 
 def run_chainer(module: Any, model: modelplan.ModelPlan, x: np.ndarray) -> np.ndarray:
-    return _nhwc(module._build_stack(model.layers[:1])(_nchw(x)).array)
+    from bench.frameworks.chainer import layers  # the links both eras build
+
+    return _nhwc(layers._build_stack(model.layers[:1])(_nchw(x)).array)
 
 
 def run_theano(module: Any, model: modelplan.ModelPlan, x: np.ndarray) -> np.ndarray:
