@@ -1,5 +1,6 @@
-"""PyTorch: current.py (today's PyTorch, with the data-parallel hook; its model's modules in current_model.py) and
-paper.py (PyTorch 0.4.1).
+"""PyTorch: one era-neutral model (model.py) and trainer (trainer.py), written with what PyTorch 0.4.1 and today's
+PyTorch both have, and two thin era adapters over them: current.py (today's PyTorch: its LSTM's packing, channels_last,
+the data-parallel hook) and paper.py (PyTorch 0.4.1: its LSTM's sorted packing, int64 ids).
 
 What each can do, declared once (bench/frameworks/capabilities.py). The paper-era module serves every protocol and
 layer type (0.4.1 has every module they need); it has the autotuning and recurrent-kernel switches but not the
