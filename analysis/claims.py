@@ -95,6 +95,10 @@ class Claim:
     # The make targets (experiments of studies/*/study.toml) whose campaigns, analysed together, hold the experiment
     # that decides the claim; empty when the kit cannot run that experiment yet.
     decided_by: tuple[str, ...] = ()
+    # Why the study's own published tables cannot feed the check (analysis/published.py), e.g. "needs per-epoch
+    # times: the paper prints totals"; empty when they can, and then the check fed them must say reproduced (the
+    # invariant tests/studies/test_published.py holds every claim to; a check the paper's numbers fail is wrong).
+    unfed: str = ""
 
     @property
     def test(self) -> str:

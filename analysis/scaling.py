@@ -3,7 +3,7 @@ rank and the efficiency (speedup / ranks), from the run table's ranks and images
 
 Only runs of a ranks sweep count (their sweep point names ranks: the run table's sweep_ranks): the one-rank runs
 of such a sweep are each group's base. A group is the runs that differ only in repeat, seed and rank count
-(analysis.sweeps.sweep_cells over ranks). The Shams section and claim Shams-1 read these.
+(analysis.sweeps.sweep_cells over ranks). The scaling section and claim Shams-3 read these.
 """
 
 from __future__ import annotations

@@ -9,6 +9,10 @@ A study is a folder studies/<name>/ (<name> a Python identifier) holding everyth
     reference/        its published numbers (*.csv) and SOURCES.md, whose table names each published file, its
                       source and the hardware it was measured on (the study's `reference`: sources())
     claims.py         CLAIMS: its claims (analysis.claims.Claim), each with the check that tests it
+    findings.toml     every quantitative finding of the paper, each checked by claims or with the reason it is not
+                      (analysis/findings.py)
+    published.py      runs(): its published numbers as run-table rows, which every check must reproduce
+                      (analysis/published.py; tests/studies/test_published.py)
     section.py        SECTIONS: its own report sections (analysis.sections.Section builders); optional
     ...               its other Python, e.g. tables.py, the reader of its published tables
 

@@ -1,6 +1,7 @@
 """'What reproduced': the studies' claims (studies.claims()) this campaign decides, grouped by study, and one line
-per claim it cannot decide naming the experiment that would; each claim's exact test comes after the detail tables
-(claim_tests_section)."""
+per claim it cannot decide naming the experiment that would; before them, per study, how many of the paper's findings
+(analysis/findings.py) the claims check. Each claim's exact test, and each finding without a check with the reason,
+come after the detail tables (claim_tests_section)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from analysis.claims import (
 from analysis.context import ReportContext
 from analysis.document import Block, Bullets, Heading, Inline, Para, Table, Tag
 from analysis.eras import OUTSIDE_IMAGE, eras_of, outside_image_text
+from analysis.findings import CHECKED, PENDING, Finding, all_findings, count
 from campaign.study import known_studies, load_study
 
 
@@ -104,18 +106,23 @@ def claims_section(ctx: ReportContext) -> list[Block]:
     decided = [eo for eo in outcomes if eo.outcome.result.verdict != INSUFFICIENT]
     caveated = sum(bool(eo.outcome.caveat) for eo in decided)
     # Claim order is study order (studies.folders(): each study.toml's order), so the rows come grouped by study.
+    tested = _tested_findings()
     rows: list[list[Inline]] = [
-        [eo.outcome.claim.id, eo.outcome.claim.study, *([eo.era] if by_era else []), eo.outcome.claim.statement,
+        [eo.outcome.claim.id, eo.outcome.claim.study, *([eo.era] if by_era else []),
+         _statement_cell(eo.outcome.claim, tested),
          _verdict_cell(eo.outcome), eo.outcome.result.evidence, ctx.id_links(eo.outcome.result.run_ids) or "—"]
         for eo in decided]
     blocks: list[Block] = [
         Heading(2, "What reproduced"),
-        Para(f"This campaign decides {len(decided)} of the {len(outcomes)} claim verdicts of DLBench (1-9, "
-             "dlbench.md) and the other studies (other-studies.md), tested on its run table and the runs' "
+        Para(f"This campaign decides {len(decided)} of the {len(outcomes)} claim verdicts of the studies "
+             "(studies/*/claims.py), tested on its run table and the runs' "
              "per-epoch records" + (", on each software era's runs apart" if by_era else "") + "; they follow, "
              "grouped by study, and the claims it cannot decide are listed after them with the experiment that "
              f"would. {summary}. The exact tests: 'How each claim is tested'."),
     ]
+    blocks += [Para("The papers' quantitative findings (studies/*/findings.toml) and how many the claims check; "
+                    "the findings without a check, each with the reason, follow the claims' tests."),
+               _findings_counts()]
     scoped = _scope_text(ctx.campaign.rows)
     if scoped:
         blocks.append(Para(scoped))
@@ -128,6 +135,34 @@ def claims_section(ctx: ReportContext) -> list[Block]:
     else:
         blocks.append(Para("This campaign decides none of the claims."))
     return blocks + _undecided_blocks(outcomes, by_era)
+
+
+def _tested_findings() -> dict[tuple[str, str], list[Finding]]:
+    """{(study folder, claim id): the findings its check tests}."""
+    out: dict[tuple[str, str], list[Finding]] = {}
+    for f in all_findings():
+        for cid in f.checked_by:
+            out.setdefault((f.study, cid), []).append(f)
+    return out
+
+
+def _statement_cell(claim: Claim, tested: dict[tuple[str, str], list[Finding]]) -> str:
+    """The claim's statement and the paper's findings it tests, with where the paper states them:
+    '... (findings S1, S2: concl. (1), Sec 4.1.2)'."""
+    found = tested.get((claim_scopes().get(claim.study, ""), claim.id), [])
+    if not found:
+        return claim.statement
+    where = ", ".join(dict.fromkeys(f.section for f in found))
+    return f"{claim.statement} (finding{'s' if len(found) > 1 else ''} {', '.join(f.id for f in found)}: {where})"
+
+
+def _findings_counts() -> Block:
+    """Per study: 'N findings: k checked, m not checkable (reasons), p checkable, not checked yet (reasons)'."""
+    counted = [(folder.name, count(folder)) for folder in studies.folders()]
+    items: list[Inline] = [f"{load_study(name).title}: {c.text()}"
+                           + ("" if c.coverage is None else f"; {c.coverage:.0%} of the checkable ones checked")
+                           for name, c in counted if c.total]
+    return Bullets(items) if items else Para("No study lists its findings (studies/*/findings.toml).")
 
 
 def _caveat_reasons(decided: list[EraOutcome]) -> str:
@@ -187,5 +222,16 @@ def _undecided_blocks(outcomes: list[EraOutcome], by_era: bool) -> list[Block]:
 
 def claim_tests_section(ctx: ReportContext) -> list[Block]:
     """'How each claim is tested': every claim's exact test (its check's docstring), after the detail tables."""
-    return [Heading(2, "How each claim is tested"),
-            Bullets([f"{c.id} ({c.study}): {c.test}" for c in studies.claims()])]
+    blocks: list[Block] = [Heading(2, "How each claim is tested"),
+                           Bullets([f"{c.id} ({c.study}): {c.test}" for c in studies.claims()])]
+    unchecked = [f for f in all_findings() if f.status != CHECKED]
+    if unchecked:
+        blocks += [Heading(3, "Findings without a check"),
+                   Para(f"{len(unchecked)} of the studies' findings have no check: the reason is given for each "
+                        "(studies/*/findings.toml; the text is the paper's, or the study notes' where marked)."),
+                   Table(["study", "finding", "where", "text", "why not checked"],
+                         [[load_study(f.study).claims, f.id, f.section,
+                           f.text + ("" if f.text_from == "paper" else f" ({f.text_from})"),
+                           f.reason + (" (checkable: not yet)" if f.status == PENDING else "")]
+                          for f in unchecked])]
+    return blocks

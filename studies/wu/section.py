@@ -19,9 +19,6 @@ from studies.wu import tables as wu
 
 # The backend each framework's BLAS times are divided by: the study's ratio is MKL's time over these.
 BASE_BACKEND = {"tensorflow": "eigen", "keras": "eigen", "theano": "openblas"}
-# The study's name of the library a kit backend stands in for, per framework (TensorFlow's MKL build ran MKL-DNN,
-# oneDNN's earlier name); elsewhere the names are the same.
-STUDY_NAME = {"tensorflow": {"onednn": "mkl"}}
 
 NOT_REPRODUCED = [
     "Table 19 (batch size at a fixed number of iterations, so more epochs at larger batches): the kit's runs "
@@ -33,8 +30,8 @@ NOT_REPRODUCED = [
     "for validation (5,000 for TensorFlow's MNIST, 10,000 for Theano's) are not evaluated.",
     "Iterations: the kit counts whole epochs (wu-tf-mnist: 18 epochs, 19,800 mini-batches, not 20,000).",
     "Caffe's and Torch7's default models: the kit runs neither framework (studies/wu/reference/wu2019_models.csv).",
-    "The CIFAR-10 models' published numbers: wu2019.csv holds the MNIST tables only, so wu-tf-cifar10 and "
-    "wu-theano-cifar10 are shown without a published row.",
+    "The CIFAR-10 models' published numbers beyond GTDLBench's (training and testing time, accuracy on Server-1's "
+    "CPU and GPU): wu2019.csv holds the MNIST tables only.",
     "GPU utilization and GPU memory (the study's nvidia-smi figures): not in wu2019.csv, so not compared.",
 ]
 
@@ -57,12 +54,6 @@ def _time(value: float | None, base: float | None) -> str:
     return _num(value) + (f" ({ratio:.2f})" if ratio is not None else "")
 
 
-def _cpu_total(rows: Sequence[dict[str, Any]]) -> float | None:
-    """The machine's busy share as the study sums it: user + system + iowait (None: not recorded)."""
-    parts = [_mean(rows, c) for c in ("cpu_user_mean_pct", "cpu_system_mean_pct", "cpu_iowait_mean_pct")]
-    return None if None in parts else sum(parts)  # type: ignore[arg-type]
-
-
 def _cpu_split(user: float | None, system: float | None, iowait: float | None, total: float | None) -> str:
     """'72.3 / 7.88 / 0.01 / 80.2': user, system, iowait and total percent of the machine ('—' unrecorded)."""
     if total is None:
@@ -71,8 +62,7 @@ def _cpu_split(user: float | None, system: float | None, iowait: float | None, t
 
 
 def _kit_cpu(rows: Sequence[dict[str, Any]]) -> str:
-    return _cpu_split(*(_mean(rows, c) for c in ("cpu_user_mean_pct", "cpu_system_mean_pct",
-                                                  "cpu_iowait_mean_pct")), _cpu_total(rows))
+    return _cpu_split(*(_mean(rows, c) for c in wu.CPU_SPLIT), wu.cpu_total(rows))
 
 
 def _loaded(runs: Sequence[dict[str, Any]]) -> str:
@@ -106,6 +96,13 @@ def _model_text(workload: str) -> str:
 
 # --- Baseline (Tables 10 and 11) -----------------------------------------------------------------
 
+def _gtdlbench(workload: str) -> list[wu.Default]:
+    """GTDLBench's figures of a workload's model that Tables 10 and 11 do not hold: GPU, and CIFAR-10 on both."""
+    table10 = bool(wu.published_for(workload, wu.BASELINE_TABLES))
+    return [d for device in ("cpu", "gpu") for d in wu.defaults_for(workload, device)
+            if not (table10 and device == "cpu")]
+
+
 def _baseline_blocks(ctx: ReportContext, rows: list[dict[str, Any]]) -> list[Block]:
     base = wu.baseline_rows(rows)
     blocks: list[Block] = [Heading(3, "Baseline: Tables 10 and 11")]
@@ -113,7 +110,8 @@ def _baseline_blocks(ctx: ReportContext, rows: list[dict[str, Any]]) -> list[Blo
         return blocks + [Para("No successful baseline run of Wu's workloads here (`make wu-cpu-defaults`, "
                               "`make wu-gpu-defaults`; `make wu-cpu` runs every CPU experiment of the study).")]
     blocks.append(Para("Each framework's default model at its defaults. Published: Server-1 (Table 10) and Server-2 "
-                       "(Table 11), each framework with both of its BLAS libraries. Measured: the mean over "
+                       "(Table 11), each framework with both of its BLAS libraries; GTDLBench (the authors' web "
+                       "page): Server-1's GPU, and CIFAR-10 on its CPU and GPU. Measured: the mean over "
                        "successful repeats; testing time is one test pass (eval_time_s, the sum of the per-epoch "
                        "test passes, over the epochs); BLAS: the library the run's record says did its work "
                        "(blas_loaded). Absolute times are of different machines: context, not targets."))
@@ -127,6 +125,9 @@ def _baseline_blocks(ctx: ReportContext, rows: list[dict[str, Any]]) -> list[Blo
                           _num(p.train_time_s), _num(p.test_time_s), _num(p.accuracy_pct, 4),
                           _cpu_split(p.cpu_user_pct, p.cpu_system_pct, p.cpu_iowait_pct, p.cpu_total_pct),
                           _memory(p.mem_avg_mb, p.mem_max_mb), "—"])
+        for d in _gtdlbench(workload):
+            table.append([f"GTDLBench, Server-1 {d.device.upper()}", d.framework, "—", _num(d.train_time_s),
+                          _num(d.test_time_s), _num(d.accuracy_pct, 4), "—", "—", "—"])
         for group in sweeps.cells(mine, None):
             first = group[0]
             tests = [r["eval_time_s"] / r["epochs"] for r in group if r.get("eval_time_s") is not None
@@ -137,9 +138,9 @@ def _baseline_blocks(ctx: ReportContext, rows: list[dict[str, Any]]) -> list[Blo
                           _num(_mean(group, "test_accuracy"), 4), _kit_cpu(group),
                           _memory(_mean(group, "mem_mean_mb"), _mean(group, "mem_peak_mb")),
                           ctx.run_links(group) or "—"])
-        blocks += [Para(f"{_model_text(workload)}" + ("" if wu.published_for(workload, wu.BASELINE_TABLES)
-                                                       else ": no published row (wu2019.csv holds MNIST only)")
-                        + "."), Table(headers, table)]
+        published = wu.published_for(workload, wu.BASELINE_TABLES) or _gtdlbench(workload)
+        blocks += [Para(f"{_model_text(workload)}" + ("" if published else ": no published row") + "."),
+                   Table(headers, table)]
     return blocks
 
 
@@ -261,7 +262,7 @@ def _blas_group(key: dict[str, Any], by_blas: dict[Any, list[dict[str, Any]]]) -
     model = wu.model_of(workload)
     own = model is not None and model.kit_framework == framework  # the study's row is its own framework's
     s_base = {p.table: p.train_time_s for p in study.get(base_name, [])}
-    names = STUDY_NAME.get(framework, {})
+    names = wu.STUDY_NAME.get(framework, {})
     kit_name = {v: k for k, v in names.items()}
     # The study's libraries the kit did not run (Theano's MKL without Intel's wheel) stay as rows, marked.
     unrun = [kit_name.get(b, b) for b in study if own and kit_name.get(b, b) not in by_blas]

@@ -20,9 +20,12 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import studies
 from analysis import sweeps
 from analysis.reference import read_rows
+from analysis.stats import describe
 from campaign import specs
+from campaign.study import experiment
 
 REFERENCE_DIR = Path(__file__).parent / "reference"
 TABLES_CSV = REFERENCE_DIR / "wu2019.csv"
@@ -37,6 +40,21 @@ BATCH_TABLES = (15, 18)  # batch size at fixed epochs
 JOINT_TABLE = 19  # batch size at fixed iterations: the kit's runs count whole epochs, so not reproduced
 LR_TABLE = 21
 RESOURCE_TABLE = 22  # CPU split and memory per batch size
+
+# GTDLBench (the study authors' web page) prints each default's CPU and GPU figures on Server-1, MNIST and CIFAR-10:
+# from_original_repos.csv's rows of this study, read here only.
+DEFAULTS_CSV = "from_original_repos.csv"
+DEFAULTS_STUDY = "Wu/Liu"
+# GTDLBench's names of the frameworks, where they are not wu2019.csv's.
+GTDLBENCH_NAMES = {"tf": "tensorflow", "torch": "torch7"}
+# The make targets of the kit's batch-size and learning-rate sweeps (studies/wu/study.toml): their points are the
+# ones the checks decide on, and the published rows that stand beside them.
+BATCH_TARGET, LR_TARGET, BLAS_TARGET = "wu-cpu-batch", "wu-cpu-lr", "wu-cpu-blas"
+# The study's name of the library a kit backend stands in for, per framework (TensorFlow's MKL build ran MKL-DNN,
+# oneDNN's earlier name); elsewhere the names are the same.
+STUDY_NAME = {"tensorflow": {"onednn": "mkl"}}
+# Wu's CPU "total" (Tables 10, 11 and 22): the sum of the sysstat split, iowait included (the run table's columns).
+CPU_SPLIT = ("cpu_user_mean_pct", "cpu_system_mean_pct", "cpu_iowait_mean_pct")
 
 SERVERS = {
     "server1-cpu": "Server-1 (Xeon E5-1620, 4 cores)",
@@ -79,6 +97,19 @@ class Model:
     workload: str | None
     kit_framework: str | None
     note: str
+
+
+@dataclass(frozen=True)
+class Default:
+    """One framework's default model on one dataset and device, as GTDLBench prints it (Server-1)."""
+
+    framework: str
+    dataset: str
+    device: str
+    train_time_s: float
+    test_time_s: float
+    accuracy_pct: float
+    source: str  # the GTDLBench file it comes from
 
 
 def _float(text: str) -> float | None:
@@ -142,3 +173,59 @@ def default_lr(workload: str) -> float | None:
 def loaded_apis(row: dict[str, Any]) -> set[str]:
     """The BLAS a run's record says did its work (the run table's blas_loaded, '+'-joined), empty: not recorded."""
     return {a for a in str(row.get("blas_loaded") or "").split("+") if a}
+
+
+def default_epochs(workload: str) -> int | None:
+    """The workload spec's epochs (the study's default for its model: Table 10's iterations in whole passes)."""
+    return (specs.load(workload, "paper").get("training") or {}).get("epochs")
+
+
+def kit_points(target: str, axis: str) -> list[Any]:
+    """The values the kit's experiment sweeps the axis over (studies/wu/study.toml), e.g. batch 50, 500, 5,000."""
+    return list(experiment(target).sweep.get(axis) or [])
+
+
+def kit_backend(framework: str, study_blas: str) -> str:
+    """The kit's BLAS value for the study's library of a framework (TensorFlow's 'mkl' -> 'onednn')."""
+    return {v: k for k, v in STUDY_NAME.get(framework, {}).items()}.get(study_blas, study_blas)
+
+
+def own_model(workload: str, framework: str, dataset: str | None = None) -> bool:
+    """Whether a run is the study's own pairing: the workload is a framework's default model and runs in that
+    framework (wu2019_models.csv's kit_framework), on `dataset` where given."""
+    model = model_of(workload)
+    return model is not None and model.kit_framework == framework and dataset in (None, model.dataset)
+
+
+def cpu_total(rows: Sequence[dict[str, Any]]) -> float | None:
+    """Wu's CPU "total" of runs (Tables 10, 11 and 22): the mean user + system + iowait percent of the machine
+    (CPU_SPLIT), iowait included, unlike DLBench's Eq. 1-2 (cpu_util_mean_pct); None where any part is unrecorded."""
+    parts = [describe(r.get(c) for r in rows).mean for c in CPU_SPLIT]
+    return None if None in parts else sum(parts)  # type: ignore[arg-type]
+
+
+def _defaults_of(row: dict[str, str]) -> list[Default]:
+    """A GTDLBench row: frameworks '|'-joined, each 'train cpu/gpu;test cpu/gpu;accuracy cpu/gpu' in that order."""
+    dataset = row["dataset_or_task"].split()[0].lower().replace("-", "")
+    out = []
+    for name, cell in zip(row["framework"].split("|"), row["value"].split("|")):
+        train, test, acc = ([float(v) for v in part.split("/")] for part in cell.strip().split(";"))
+        fw = GTDLBENCH_NAMES.get(name.strip().lower(), name.strip().lower())
+        out += [Default(fw, dataset, device, train[i], test[i], acc[i], row["file_path"])
+                for i, device in enumerate(("cpu", "gpu"))]
+    return out
+
+
+@cache
+def defaults() -> tuple[Default, ...]:
+    """GTDLBench's CPU and GPU figures of every framework's MNIST and CIFAR-10 default (Server-1)."""
+    rows = read_rows(studies.reference_file(DEFAULTS_CSV))
+    return tuple(d for r in rows if r["study"] == DEFAULTS_STUDY for d in _defaults_of(r))
+
+
+def defaults_for(workload: str, device: str) -> list[Default]:
+    """GTDLBench's figures of the model a workload builds, on a device ('cpu'/'gpu'); [] for a workload not Wu's."""
+    model = model_of(workload)
+    if model is None:
+        return []
+    return [d for d in defaults() if (d.framework, d.dataset, d.device) == (model.framework, model.dataset, device)]

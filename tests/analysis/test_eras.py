@@ -204,7 +204,7 @@ def test_paper_era_runs_on_python_311_are_called_a_test_environment(analysed: di
     # Claims resting on those runs say so; current-era verdicts carry no such caveat.
     claim4 = [line for line in md.splitlines() if line.startswith("| 4 | DLBench |")]
     assert [TEST_ENV in line for line in claim4] == [True, False]
-    assert ("> 3 verdicts rest on paper-era versions outside their image: they show the checks run, and are not "
+    assert ("> 6 verdicts rest on paper-era versions outside their image: they show the checks run, and are not "
             "evidence about the paper.") in md  # real data and the paper profile: that is the only reason
     assert outside_image_text([row("mxnet", "cnn-mnist", era="current")]) == ""
 

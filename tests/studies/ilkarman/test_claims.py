@@ -44,3 +44,59 @@ def test_without_both_settings_or_a_gpu_it_is_insufficient() -> None:
     assert check(ilkarman.ilkarman_cudnn_autotune_helps, cpu).evidence.startswith(NOT_IN_CAMPAIGN)
     assert_not_in_campaign(ilkarman.ilkarman_cudnn_autotune_helps)
     assert ilkarman.CLAIMS[0].decided_by == ("ilkarman-autotune-gpu",)
+
+
+def _switch(fw: str, axis: str, value: str, time: float, workload: str = "gru-imdb", device: str = "gpu",
+            repeat: int = 1) -> dict[str, Any]:
+    base = row(fw, workload, device, repeat, time=time)
+    return {**base, "sweep": f"{axis}={value}", f"sweep_{axis}": value, axis: value,
+            "run_id": f"{base['run_id']}-{value}"}
+
+
+def test_the_fused_rnn_kernel_faster_in_every_group() -> None:
+    rows = [_switch("pytorch", "rnn_kernel", "fused", 20), _switch("pytorch", "rnn_kernel", "plain", 60),
+            _switch("tensorflow", "rnn_kernel", "fused", 30), _switch("tensorflow", "rnn_kernel", "plain", 45)]
+    res = check(ilkarman.ilkarman_fused_rnn_kernel_faster, rows)
+    assert res.verdict == REPRODUCED, res.evidence
+    assert res.evidence.startswith("pytorch gru-imdb/gpu: fused 20.0 s, plain 60.0 s, plain/fused 3.00×; ")
+    assert res.evidence.endswith("(reproduced when fused is faster in every group)") and len(res.run_ids) == 4
+    slower = rows[:2] + [_switch("tensorflow", "rnn_kernel", "fused", 50), rows[3]]
+    assert check(ilkarman.ilkarman_fused_rnn_kernel_faster, slower).verdict == NOT_REPRODUCED
+    assert check(ilkarman.ilkarman_fused_rnn_kernel_faster, rows[:1]).evidence.startswith(NOT_IN_CAMPAIGN)
+    assert_not_in_campaign(ilkarman.ilkarman_fused_rnn_kernel_faster)
+
+
+def test_the_layout_matters_when_some_framework_changes_by_ten_percent() -> None:
+    first, last = "channels_first", "channels_last"
+    rows = [_switch("pytorch", "layout", first, 100, CIFAR), _switch("pytorch", "layout", last, 102, CIFAR),
+            _switch("tensorflow", "layout", first, 80, CIFAR), _switch("tensorflow", "layout", last, 120, CIFAR)]
+    res = check(ilkarman.ilkarman_layout_matters, rows)
+    assert res.verdict == REPRODUCED, res.evidence
+    assert "tensorflow cnn-cifar10-ilkarman/gpu: channels_first 80.0 s, channels_last 120 s; channels_first faster " \
+           "by 1.50×" in res.evidence
+    assert check(ilkarman.ilkarman_layout_matters, rows[:2]).verdict == NOT_REPRODUCED  # 2 %: does not matter
+    assert_not_in_campaign(ilkarman.ilkarman_layout_matters)
+
+
+def test_cnn_times_close_within_twice_the_fastest() -> None:
+    rows = [row("pytorch", CIFAR, "gpu", time=50), row("tensorflow", CIFAR, "gpu", time=90),
+            row("mxnet", CIFAR, "gpu", time=60),
+            _switch("keras", "layout", "channels_last", 500, CIFAR)]  # a switch sweep's run: not read
+    res = check(ilkarman.ilkarman_cnn_times_close, rows)
+    assert res.verdict == REPRODUCED, res.evidence
+    assert res.evidence == ("cnn-cifar10-ilkarman/gpu [local]: 3 frameworks, fastest pytorch 50.0 s, slowest "
+                            "tensorflow 90.0 s (1.80×) (reproduced when every spread is at most 2×)")
+    far = rows[:2] + [row("mxnet", CIFAR, "gpu", time=120)]
+    assert check(ilkarman.ilkarman_cnn_times_close, far).verdict == NOT_REPRODUCED
+    assert check(ilkarman.ilkarman_cnn_times_close, rows[:1]).evidence.startswith(NOT_IN_CAMPAIGN)
+
+
+def test_accuracies_close_within_five_points() -> None:
+    rows = [row("pytorch", CIFAR, "gpu", acc=77.0), row("keras", CIFAR, "gpu", acc=75.0),
+            row("pytorch", "gru-imdb", "gpu", acc=86.0), row("tensorflow", "gru-imdb", "gpu", acc=85.5)]
+    res = check(ilkarman.ilkarman_accuracies_close, rows)
+    assert res.verdict == REPRODUCED, res.evidence
+    assert "cnn-cifar10-ilkarman/gpu [local]: 2 frameworks, keras 75.0 % to pytorch 77.0 % (2.0 pp)" in res.evidence
+    low = rows[:3] + [row("tensorflow", "gru-imdb", "gpu", acc=70.0)]
+    assert check(ilkarman.ilkarman_accuracies_close, low).verdict == NOT_REPRODUCED
+    assert_not_in_campaign(ilkarman.ilkarman_accuracies_close)

@@ -68,7 +68,8 @@ def planned_params(workload: str) -> int:
 
 def test_shams_experiments_time_iterations_101_to_1100_on_cpu_and_gpu():
     shams = study.load_study("shams")
-    assert (shams.title, shams.claims, shams.reference) == ("Shams et al. (ICDCS 2017)", "Shams et al.", ())
+    assert (shams.title, shams.claims, shams.reference) == ("Shams et al. (ICDCS 2017)", "Shams et al.",
+                                                            ("shams2017.csv",))
     cpu, gpu = shams.experiments["shams-cpu"], shams.experiments["shams-gpu"]
     assert (cpu.device, gpu.device, gpu.cpu) == ("cpu", "gpu", "shams-cpu")
     assert cpu.workloads == gpu.workloads == ("lenet-mnist", "convnet-cifar10", *IMAGENET)

@@ -127,9 +127,11 @@ def test_shi_1_and_shi_3_decided_and_dlbench_claims_not_read_from_shi_networks(t
     assert ("fcn-r-mnist/cpu at 1 thread, s per mini-batch: best mxnet (0.8000 s) of 2; fcn-r-mnist/cpu at 2 "
             "threads, s per mini-batch: best mxnet (0.4000 s) of 2; fcn-r-mnist/cpu at 4 threads, s per mini-batch: "
             "best pytorch (0.4000 s) of 2; no framework best everywhere") in decided["Shi-3"]
-    # pytorch gains 25 % past the 2 cores (0.5 s at 2 threads, 0.4 s at 4): not poor scaling.
-    assert "| **not reproduced** (on quick profile" in decided["Shi-1"]
-    assert "pytorch fcn-r-mnist: best 0.5000 s at 2 of 2 cores, 0.4000 s at 4 threads (1.25×)" in decided["Shi-1"]
+    # pytorch gains 25 % past the 2 cores (0.5 s at 2 threads, 0.4 s at 4), mxnet loses (0.4 s, 0.48 s): the median
+    # gain, 1.04×, is below 1.1×, and pytorch's sweep is named as gaining.
+    assert "| **reproduced** (on quick profile" in decided["Shi-1"]
+    assert "gaining 1.1× or more: pytorch fcn-r-mnist (2 cores): best 0.5000 s at 2 threads, 0.4000 s at 4 (1.25×)" \
+        in decided["Shi-1"]
     undecided = {line.split("**")[1]: line for line in md.splitlines() if line.startswith("- **")}
     for claim in ("1", "4", "5"):  # iteration runs record accuracy, training time and CPU use: not DLBench's
         assert undecided[claim].endswith("runs of fcn-r-mnist (study shi) are not DLBench's workloads: they do "

@@ -66,9 +66,11 @@ def test_baseline_beside_tables_10_and_11(tmp_path: Path) -> None:
     assert kit["theano"][:8] == ["kit, cpu (current era, paper profile, real data)", "theano", "openblas", "200",
                                  "2.00", "98.00", "40.0 / 20.0 / 1.00 / 61.0", "600 / 700"]
     assert "theano-wu-theano-lenet-r1" in kit["theano"][8] and "999" not in part
-    # CIFAR-10: no published row; CPU split not recorded in the run -> '—'.
-    assert "`wu-tf-cifar10` (tensorflow's default CIFAR-10 model): no published row (wu2019.csv holds MNIST only)" \
-        in part
+    # GTDLBench: Theano's MNIST default on Server-1's GPU (560.04 s, 0.19 s, 99.05 %); TensorFlow's CIFAR-10 default
+    # on its CPU (119,102.62 s, 2.69 s, 87.00 %) and GPU. The run's CPU split not recorded -> '—'.
+    assert ["GTDLBench, Server-1 GPU", "theano", "—", "560", "0.190", "99.05", "—", "—", "—"] in rows
+    assert ["GTDLBench, Server-1 CPU", "tensorflow", "—", "119,103", "2.69", "87.00", "—", "—", "—"] in rows
+    assert "`wu-tf-cifar10` (tensorflow's default CIFAR-10 model)." in part
     assert kit["tensorflow"][2:4] == ["not recorded", "50.0"] and kit["tensorflow"][6] == "—"
 
 

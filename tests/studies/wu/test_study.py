@@ -46,7 +46,7 @@ def test_wu_is_a_study_whose_claims_the_kit_ships():
     wu = study.load_study("wu")
     assert (wu.title, wu.claims, wu.reference) == ("Wu et al. (IEEE TSC 2019)", "Wu et al.", ("wu2019.csv",))
     assert (REPO / "studies" / "wu" / "reference" / "wu2019.csv").is_file()
-    assert {c.id for c in studies.claims() if c.study == wu.claims} == {f"Wu-{n}" for n in range(1, 7)}
+    assert {c.id for c in studies.claims() if c.study == wu.claims} == {f"Wu-{n}" for n in range(1, 14)}
     # A workload's `study` is the name of its study file: the report scopes the study's claims to these runs.
     assert "wu" in study.known_studies()
     assert {w for w in specs.known_workloads() if specs.load(w)["study"] == "wu"} == set(WU_WORKLOADS)
