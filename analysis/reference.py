@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import csv
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import studies
 
@@ -158,45 +160,51 @@ def parse_accuracy_percent(text: str) -> float | None:
 
 @cache
 def load_original_repos(path: Path = ORIGINAL_REPOS_CSV) -> tuple[PublishedValue, ...]:
-    """DLBench rows of from_original_repos.csv with a parseable 'test_acc|wall' value.
-
-    Each such row becomes up to two values: test_accuracy (percent) and training_time (s).
-    Rows for several frameworks at once, warnings and truncated runs are skipped: they carry no
-    single number to compare with.
-    """
+    """DLBench rows of from_original_repos.csv with a parseable 'test_acc|wall' value (original_repos_values)."""
     out: list[PublishedValue] = []
     last_path = ""
-    with open(path, newline="", encoding="utf-8") as fh:
-        for r in csv.DictReader(fh):
-            # "same" in file_path repeats the path pattern of the row above.
-            file_path = last_path if r["file_path"].strip() == "same" else r["file_path"].strip()
-            last_path = file_path
-            if r["study"].strip() != "DLBench" or r["metric"].strip() != "test_acc|wall":
-                continue
-            framework = r["framework"].strip().lower()
-            device = r["device"].strip().lower()
-            if "/" in framework or not device.startswith(("cpu", "gpu")) or "?" in device:
-                continue
-            dataset = _normalize_dataset(r["dataset_or_task"])
-            arch = _ARCH_OF_DATASET.get(dataset)
-            acc_text, _, wall_text = r["value"].partition("|")
-            if arch is None or not wall_text:
-                continue
-            notes = r.get("notes", "").strip()
-            extra = f"; {notes}" if notes else ""
-            common = dict(env=device_env(device), arch=arch, dataset=dataset, framework=framework,
-                          source=f"{r['source_repo'].strip()}: {file_path}", origin=ORIGIN_LOGS)
-            epochs = r["epochs_or_setting"].strip()
-            acc = parse_accuracy_percent(acc_text)
-            if acc is not None:
-                out.append(PublishedValue(metric="test_accuracy", value=acc, unit="percent",
-                                          qualifier=f"final, run 1, {epochs} epochs{extra}", **common))
-            wall = parse_wall_seconds(wall_text)
-            if wall is not None:
-                out.append(PublishedValue(
-                    metric="training_time", value=wall, unit="s",
-                    qualifier=f"wall time incl. per-epoch test pass, {epochs} epochs{extra}", **common))
+    for r in read_rows(path):
+        # "same" in file_path repeats the path pattern of the row above.
+        file_path = last_path if r["file_path"] == "same" else r["file_path"]
+        last_path = file_path
+        out += original_repos_values(r, file_path)
     return tuple(out)
+
+
+def original_repos_values(r: dict[str, str], file_path: str) -> list[PublishedValue]:
+    """The values one row of from_original_repos.csv gives the comparison: test_accuracy (percent) and
+    training_time (s) of a DLBench 'test_acc|wall' row; none for the rest.
+
+    Rows for several frameworks at once, warnings, truncated runs and other studies' rows are skipped: they carry no
+    single DLBench number to compare with (the report's 'not reproduced' section says why for each).
+    """
+    if r["study"] != "DLBench" or r["metric"] != "test_acc|wall":
+        return []
+    framework = r["framework"].lower()
+    device = r["device"].lower()
+    if "/" in framework or not device.startswith(("cpu", "gpu")) or "?" in device:
+        return []
+    dataset = _normalize_dataset(r["dataset_or_task"])
+    arch = _ARCH_OF_DATASET.get(dataset)
+    acc_text, _, wall_text = r["value"].partition("|")
+    if arch is None or not wall_text:
+        return []
+    notes = r.get("notes", "")
+    extra = f"; {notes}" if notes else ""
+    common = dict(env=device_env(device), arch=arch, dataset=dataset, framework=framework,
+                  source=f"{r['source_repo']}: {file_path}", origin=ORIGIN_LOGS)
+    epochs = r["epochs_or_setting"]
+    out = []
+    acc = parse_accuracy_percent(acc_text)
+    if acc is not None:
+        out.append(PublishedValue(metric="test_accuracy", value=acc, unit="percent",
+                                  qualifier=f"final, run 1, {epochs} epochs{extra}", **common))
+    wall = parse_wall_seconds(wall_text)
+    if wall is not None:
+        out.append(PublishedValue(
+            metric="training_time", value=wall, unit="s",
+            qualifier=f"wall time incl. per-epoch test pass, {epochs} epochs{extra}", **common))
+    return out
 
 
 def all_published() -> tuple[PublishedValue, ...]:
@@ -223,7 +231,21 @@ def published_for(device: str, workload: str, framework: str, metric: str | None
     ]
 
 
-def published_hardware() -> list[studies.Source]:
-    """The rows of every study's reference/SOURCES.md table (file | source | hardware), in study order, so the
-    report states them verbatim."""
-    return studies.sources()
+def campaign_studies(rows: Iterable[dict[str, Any]]) -> list[studies.StudyFolder]:
+    """The studies whose workloads a campaign ran, in study order: the run table's `study` column, or for a run whose
+    spec named none (an older kit's) the study folder that holds its workload's spec."""
+    folders = studies.workload_files()
+    named = set()
+    for row in rows:
+        study = row.get("study")
+        if isinstance(study, str) and study:
+            named.add(study)
+        elif row.get("workload") in folders:
+            named.add(folders[row["workload"]].parent.parent.name)
+    return [found for found in studies.folders() if found.name in named]
+
+
+def published_hardware(only: Iterable[studies.StudyFolder] | None = None) -> list[studies.Source]:
+    """The rows of the studies' reference/SOURCES.md tables (file | source | hardware), in study order, so the
+    report states them verbatim: every study's, or those of `only`."""
+    return studies.sources() if only is None else [s for found in only for s in studies.sources(found)]

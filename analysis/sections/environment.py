@@ -7,13 +7,10 @@ from typing import Any
 
 from analysis.context import ReportContext
 from analysis.document import Block, Bullets, Heading, Inline, Para, Table
-from analysis.reference import published_hardware
+from analysis.reference import campaign_studies, published_hardware
 from analysis.runs import run_python
 from bench.hashing import content_hash
 from campaign.runners.system import label as system_label
-
-# Reference files the report compares against (their hardware rows are printed).
-COMPARED_FILES = ("dlbench.csv", "from_original_repos.csv")
 
 
 def _optimizer_text(opt: Any) -> str:
@@ -157,9 +154,12 @@ def environment_section(ctx: ReportContext) -> list[Block]:
 
 
 def hardware_section(ctx: ReportContext) -> list[Block]:
-    """The hardware behind each compared reference file (from reference/SOURCES.md) and this campaign's."""
-    rows: list[list[Inline]] = [[h.file, h.source, h.hardware] for h in published_hardware()
-                                if h.file in COMPARED_FILES]
+    """The hardware behind the published files of the studies whose workloads the campaign ran (their
+    reference/SOURCES.md tables) and this campaign's."""
+    ran = campaign_studies(ctx.campaign.rows)
+    sources = published_hardware(ran)
+    rows: list[list[Inline]] = [[h.study, h.file, h.source, h.hardware] for h in sources]
+    bare = [found.name for found in ran if found.name not in {h.study for h in sources}]
     hosts: dict[str, list[dict]] = {}
     for run in ctx.campaign.runs.values():
         host = run.get("host") or {}
@@ -168,9 +168,14 @@ def hardware_section(ctx: ReportContext) -> list[Block]:
         text = (f"{host.get('cpu_model', '?')}, {host.get('cpu_count', '?')} CPUs, {host.get('mem_total_mb', '?')} MB "
                 f"RAM; {gpu_text}; {host.get('os', '?')}")
         hosts.setdefault(text, []).append(run)
-    return [Heading(2, "Hardware of the published numbers"),
-            Para("Copied from each study's reference/SOURCES.md (studies/<study>/reference). Timings measured on this "
-                 "hardware are context for ours, not targets."),
-            Table(["reference file", "source", "hardware"], rows),
-            Para("This campaign set ran on:"),
+    blocks: list[Block] = [
+        Heading(2, "Hardware of the published numbers"),
+        Para("The published files of the studies whose workloads this campaign ran, copied from each study's "
+             "reference/SOURCES.md (studies/<study>/reference). Timings measured on this hardware are context for "
+             "ours, not targets.")]
+    blocks.append(Table(["study", "reference file", "source", "hardware"], rows) if rows
+                  else Para("No study of this campaign's workloads lists a published file."))
+    if bare:
+        blocks.append(Para(f"No published file listed (reference/SOURCES.md has none): {', '.join(bare)}."))
+    return [*blocks, Para("This campaign set ran on:"),
             Bullets([[f"{text} ({len(runs)} runs):", *ctx.runs_links(runs)] for text, runs in sorted(hosts.items())])]

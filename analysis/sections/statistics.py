@@ -8,6 +8,7 @@ from analysis.document import Block, Heading, Inline, Para, Table
 from analysis.reference import all_published
 from analysis.sections.columns import cell_columns, group_columns
 from analysis.significance import (
+    BOOTSTRAP_METRICS,
     PAIRED_METRICS,
     bootstrap_intervals,
     epoch_accuracy_correlations,
@@ -42,12 +43,18 @@ def statistics_section(ctx: ReportContext) -> list[Block]:
              f"runs successful); scipy.stats.wilcoxon, two-sided, exact; significant at p < {SIGNIFICANCE_LEVEL:g}. "
              f"With fewer than {need} non-zero pairs no p-value can fall below {SIGNIFICANCE_LEVEL:g} (the "
              f"smallest exact p is 2/2^n), so such rows say {INSUFFICIENT}, not 'no difference'."),
+        Para(f"Metrics, in this order: {', '.join(PAIRED_METRICS.values())}. The resource means are tested as "
+             "DLBench tested CPU use and memory (Sec 5.3) and GPU use (Sec 5.5.3); CPU use is DLBench's Eq. 1-2 "
+             "share of the cores, memory the training process's mean resident set. A metric a group does not "
+             "measure (GPU use on the CPU, or a run without a GPU monitor) has no row."),
     ]
+    order = list(PAIRED_METRICS)
+    tests = sorted(framework_pair_tests(cells), key=lambda t: order.index(t.metric))  # stable: groups stay in order
     rows: list[list[Inline]] = [
         [*(t.group[k] for k in cols), PAIRED_METRICS[t.metric], f"{t.framework_a} vs {t.framework_b}",
          ", ".join(map(str, t.repeats)) or "none", t.test.text("W") if t.test.sufficient else "—", t.verdict(),
          ctx.id_links(t.run_ids)]
-        for t in framework_pair_tests(cells)]
+        for t in tests]
     blocks.append(Table([*cols, "metric", "frameworks", "repeats paired", "statistic", "verdict", "runs"], rows)
                   if rows else Para("No group holds two frameworks: nothing to compare."))
 
@@ -68,7 +75,10 @@ def statistics_section(ctx: ReportContext) -> list[Block]:
     blocks += [Heading(3, "Bootstrap intervals of the mean"),
                Para(f"Percentile bootstrap of the mean over successful repeats ({BOOTSTRAP_RESAMPLES:,} resamples, "
                     f"numpy seed {BOOTSTRAP_SEED}), beside the Student-t interval; both 95 %. With few repeats the "
-                    "bootstrap interval is too narrow (it cannot see beyond the values observed): prefer the t one.")]
+                    "bootstrap interval is too narrow (it cannot see beyond the values observed): prefer the t one. "
+                    f"For {' and '.join(PAIRED_METRICS[m] for m in BOOTSTRAP_METRICS)} only: the resource means "
+                    "keep their t-interval ('Comparison with the published numbers', tables/summary.csv), and a "
+                    "bootstrap beside each would make this table two and a half times as long to say the same.")]
     keys = cell_columns(cells)
     boot_rows: list[list[Inline]] = [
         [*(b.cell.key[k] for k in keys), PAIRED_METRICS[b.metric], format_number(b.t_interval.mean, 4),

@@ -70,7 +70,7 @@ def test_wilcoxon_between_frameworks_pairs_repeats_by_index() -> None:
     rows = [row("keras", "cnn-mnist", repeat=i, time=100 + i) for i in range(1, 7)]
     rows += [row("pytorch", "cnn-mnist", repeat=i, time=50 + 2 * i) for i in range(1, 7)]
     rows.append(row("pytorch", "cnn-mnist", repeat=7, time=1))  # no keras repeat 7: not paired
-    (time_test, acc_test) = framework_pair_tests(summarize(rows))
+    (time_test, acc_test) = framework_pair_tests(summarize(rows), metrics=["training_time_s", "test_accuracy"])
     assert (time_test.framework_a, time_test.framework_b, time_test.repeats) == ("keras", "pytorch", [1, 2, 3, 4, 5, 6])
     assert (time_test.test.statistic, time_test.test.p_value) == (0.0, pytest.approx(2 / 64))
     assert time_test.verdict() == "differ (p < 0.05)"
