@@ -9,8 +9,8 @@
   words and a long tail of made-up words (Zipf-like frequencies), with sentiment words of the
   review's class (and some of the other class) mixed in; 20-700 words, ``<br /><br />`` between
   paragraphs. Default 5000 / 5000 reviews, half positive.
-- cifar10, cifar100, svhn, ptb, manythings: written by data/cifar.py, svhn.py, ptb.py and
-  manythings.py (see there); registered here. For ptb the sizes are lines (train, and each of
+- cifar10, cifar100, svhn, ptb, manythings, voc2012: written by data/cifar.py, svhn.py, ptb.py,
+  manythings.py and voc.py (see there); registered here. For ptb the sizes are lines (train, and each of
   valid and test); for manythings, train + test is the number of pairs, which prepare splits 4:1.
 
 Everything is a pure function of the sizes and the seed: same arguments, same bytes. The files
@@ -32,7 +32,7 @@ import numpy as np
 
 from bench.atomic import write_bytes as write_bytes_atomic
 from bench.errors import UsageError
-from data import cifar, manythings, ptb, svhn
+from data import cifar, manythings, ptb, svhn, voc
 from data.digits import render_digits
 from data.formats import gzip_bytes, idx_bytes, tar_add
 from data.fsutil import sha256_file
@@ -52,6 +52,8 @@ DEFAULT_SIZES: dict[str, tuple[int, int]] = {
     "svhn": (10000, 2000),
     "ptb": (10000, 1000),
     "manythings": (8000, 2000),
+    # Images (real: 5717 / 5823); prepared at Faster R-CNN's 600-pixel short side, each is about 1.5 MB.
+    "voc2012": (64, 32),
 }
 
 # ---------------------------------------------------------------- MNIST-like digits
@@ -243,6 +245,7 @@ GENERATORS: dict[str, Callable[[Path, int, int, int], list[Path]]] = {
     "svhn": svhn.write_svhn,
     "ptb": ptb.write_ptb,
     "manythings": manythings.write_manythings,
+    "voc2012": voc.write_voc2012,
 }
 
 

@@ -29,6 +29,7 @@ DATASET_SIZES: dict[str, tuple[int, int]] = {
     "svhn": (100, 40),
     "ptb": (300, 60),
     "manythings": (160, 40),
+    "voc2012": (6, 4),  # images in train.txt and val.txt of the synthetic tar (data/voc.py)
 }
 
 

@@ -58,7 +58,7 @@ def test_cli_list_shows_every_dataset():
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     names = [line.split()[0] for line in result.stdout.splitlines() if not line.startswith(" ")]
-    assert names == ["cifar10", "cifar100", "imdb", "manythings", "mnist", "ptb", "svhn"]
+    assert names == ["cifar10", "cifar100", "imdb", "manythings", "mnist", "ptb", "svhn", "voc2012"]
     assert ("manythings 1 file, 2.6 MB; downloaded 0/1; prepared: none; spa-eng.zip: no published sha256, "
             "recorded on first download (size verified; none recorded yet)\n") in result.stdout
     assert "svhn       2 files, 246.3 MB; downloaded 0/2; prepared: none\n" in result.stdout

@@ -18,7 +18,7 @@ from data.prepare import prepare
 from tests.data.fixtures import LoopbackServer, manifest_for, sha256, synthetic_raw, write_manifest_toml
 
 DEAD = "http://127.0.0.1:9/"  # discard port: nothing listens, the connection is refused
-ALL_DATASETS = "cifar10, cifar100, imdb, manythings, mnist, ptb, svhn"
+ALL_DATASETS = "cifar10, cifar100, imdb, manythings, mnist, ptb, svhn, voc2012"
 
 
 @pytest.fixture(scope="module")

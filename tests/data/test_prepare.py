@@ -281,7 +281,7 @@ def test_real_source_requires_manifest_sha256(tmp_path, raw_files):
 
 def test_shipped_manifest_is_valid():
     manifest = load_manifest()
-    assert manifest.names() == ["cifar10", "cifar100", "imdb", "manythings", "mnist", "ptb", "svhn"]
+    assert manifest.names() == ["cifar10", "cifar100", "imdb", "manythings", "mnist", "ptb", "svhn", "voc2012"]
     assert sorted(prep.preparers(manifest)) == sorted({spec.prepare for spec in manifest.datasets.values()})
     assert sorted(synthetic.GENERATORS) == manifest.names()  # every dataset has synthetic data too
     assert manifest.get("mnist").file("t10k-labels-idx1-ubyte.gz").sha256 == (
