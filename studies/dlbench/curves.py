@@ -20,11 +20,11 @@ from analysis.claims import (
     verdict_for,
     winner_result,
 )
-from analysis.reference import PublishedValue, device_env, load_dlbench
+from analysis.reference import PublishedValue, device_env
 from analysis.stats import describe, format_number, min_wilcoxon_pairs, wilcoxon_paired
 from analysis.summary import CellSummary
 from analysis.transfer import speedups
-from studies.dlbench.published import named_frameworks, row_frameworks, workloads
+from studies.dlbench.published import expanded
 
 # dlbench.csv's metrics that say where a framework's accuracy peaked (Sec 5.4, 5.5.4).
 PEAK_METRICS = ("peak_accuracy_epoch", "peak_accuracy")
@@ -33,15 +33,11 @@ MIN_CURVE_EPOCHS = 3
 
 
 def published(metrics: Sequence[str]) -> dict[tuple[str, str, str], PublishedValue]:
-    """{(env, kit workload, framework): the csv's first row of those metrics}, for workloads the kit has."""
-    rows = load_dlbench()
-    kit, named = workloads(), named_frameworks(rows)
+    """{(env, kit workload, framework): the csv's row of those metrics (a framework's own before a '*' row)}, for
+    workloads the kit has."""
     out: dict[tuple[str, str, str], PublishedValue] = {}
-    for p in rows:
-        workload = kit.get((p.arch, p.dataset))
-        if p.metric in metrics and workload is not None:
-            for fw in row_frameworks(p, named):
-                out.setdefault((p.env, workload, fw), p)
+    for p, env, workload, fw in expanded(metrics):
+        out.setdefault((env, workload, fw), p)
     return out
 
 

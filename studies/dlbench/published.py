@@ -20,6 +20,7 @@ How the csv becomes rows:
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -76,20 +77,26 @@ def row_frameworks(p: PublishedValue, named: list[str]) -> list[str]:
     return []
 
 
+def expanded(metrics: Iterable[str] | None = None) -> Iterator[tuple[PublishedValue, str, str, str]]:
+    """(row, env, kit workload, framework) for every framework each dlbench.csv row of a kit workload applies to
+    (of `metrics` only, where given): a framework's own rows first, then the '*' rows, so that whoever keeps the first
+    value per key keeps the framework's own number."""
+    rows = load_dlbench()
+    kit, named = workloads(), named_frameworks(rows)
+    wanted = None if metrics is None else set(metrics)
+    for p in sorted(rows, key=lambda r: r.framework == WILDCARD):
+        workload = kit.get((p.arch, p.dataset))
+        if workload is None or (wanted is not None and p.metric not in wanted):
+            continue
+        for fw in row_frameworks(p, named):
+            yield p, p.env, workload, fw
+
+
 def runs() -> list[dict[str, Any]]:
     """dlbench.csv's numbers as run-table rows: one successful paper-era run per (env, workload, framework) with the
     columns the paper prints for it."""
-    rows = load_dlbench()
-    kit = workloads()
-    named = named_frameworks(rows)
     values: dict[tuple[str, str, str], dict[str, float]] = {}
-    # Specific rows first, so a framework's own number is never overwritten by a '*' row's.
-    for p in sorted(rows, key=lambda r: r.framework == WILDCARD):
-        column = METRIC_COLUMNS.get(p.metric)
-        workload = kit.get((p.arch, p.dataset))
-        if column is None or workload is None:
-            continue
-        for fw in row_frameworks(p, named):
-            values.setdefault((p.env, workload, fw), {}).setdefault(column, p.value)
+    for p, env, workload, fw in expanded(METRIC_COLUMNS):
+        values.setdefault((env, workload, fw), {}).setdefault(METRIC_COLUMNS[p.metric], p.value)
     return [published_row(f"dlbench:{env}-{workload}-{fw}", fw, workload, env, **cols)
             for (env, workload, fw), cols in sorted(values.items())]

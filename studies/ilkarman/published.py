@@ -18,12 +18,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import studies
 from analysis.published import BY_CLAIMS, PUBLISHED, published_row, row_rule
-from analysis.reference import read_rows
+from analysis.reference import ORIGINAL_REPOS_CSV, read_rows
 from studies.ilkarman import tables
 
-ORIGINAL_REPOS_CSV = "from_original_repos.csv"
 # from_original_repos.csv's task names of the accuracy rows -> the article's benchmark (ilkarman_benchmarks.csv).
 ACCURACY_TASKS = {"CIFAR-10 CNN": "cifar10_cnn_training", "IMDB GRU": "imdb_rnn_training"}
 # from_original_repos.csv's spellings of names ilkarman_frameworks.csv spells otherwise.
@@ -33,11 +31,11 @@ ACCURACY_METRIC = "test_acc"
 
 # The ilkarman rows of DLBench's from_original_repos.csv (analysis/sections/not_reproduced.py lists them).
 ROW_RULES = (
-    row_rule(ORIGINAL_REPOS_CSV, f"{BY_CLAIMS} (ilkarman-5: accuracies())", study="ilkarman",
+    row_rule(ORIGINAL_REPOS_CSV.name, f"{BY_CLAIMS} (ilkarman-5: accuracies())", study="ilkarman",
              metric=ACCURACY_METRIC),
-    row_rule(ORIGINAL_REPOS_CSV, reason="needs a multi-GPU host and a DenseNet-121 ChestXRay workload",
+    row_rule(ORIGINAL_REPOS_CSV.name, reason="needs a multi-GPU host and a DenseNet-121 ChestXRay workload",
              study="ilkarman", metric="minutes"),
-    row_rule(ORIGINAL_REPOS_CSV, "duplicates ilkarman_dlf.csv's times, which the ilkarman section compares",
+    row_rule(ORIGINAL_REPOS_CSV.name, "duplicates ilkarman_dlf.csv's times, which the ilkarman section compares",
              study="ilkarman"),
 )
 
@@ -59,7 +57,7 @@ def accuracies() -> list[tuple[str, str, str, float]]:
     """(benchmark, article name, hardware, test accuracy in percent) of the article's notebooks, from
     from_original_repos.csv's ilkarman test_acc rows ('|'-separated names and fractions)."""
     out = []
-    for r in read_rows(studies.reference_file(ORIGINAL_REPOS_CSV)):
+    for r in read_rows(ORIGINAL_REPOS_CSV):
         bench = ACCURACY_TASKS.get(r["dataset_or_task"])
         if r["study"] != "ilkarman" or r["metric"] != ACCURACY_METRIC or bench is None:
             continue

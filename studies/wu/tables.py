@@ -20,9 +20,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import studies
 from analysis import sweeps
-from analysis.reference import read_rows
+from analysis.reference import ORIGINAL_REPOS_CSV, read_rows
 from analysis.stats import describe
 from campaign import specs
 from campaign.study import experiment
@@ -42,8 +41,7 @@ LR_TABLE = 21
 RESOURCE_TABLE = 22  # CPU split and memory per batch size
 
 # GTDLBench (the study authors' web page) prints each default's CPU and GPU figures on Server-1, MNIST and CIFAR-10:
-# from_original_repos.csv's rows of this study, read here only.
-DEFAULTS_CSV = "from_original_repos.csv"
+# from_original_repos.csv's rows of this study (analysis.reference.ORIGINAL_REPOS_CSV), read here only.
 DEFAULTS_STUDY = "Wu/Liu"
 # GTDLBench's names of the frameworks, where they are not wu2019.csv's.
 GTDLBENCH_NAMES = {"tf": "tensorflow", "torch": "torch7"}
@@ -219,7 +217,7 @@ def _defaults_of(row: dict[str, str]) -> list[Default]:
 @cache
 def defaults() -> tuple[Default, ...]:
     """GTDLBench's CPU and GPU figures of every framework's MNIST and CIFAR-10 default (Server-1)."""
-    rows = read_rows(studies.reference_file(DEFAULTS_CSV))
+    rows = read_rows(ORIGINAL_REPOS_CSV)
     return tuple(d for r in rows if r["study"] == DEFAULTS_STUDY for d in _defaults_of(r))
 
 
