@@ -2,15 +2,15 @@
 # The naming rule is campaign/targets.py's; the Makefile includes this file and remakes it when a study
 # file is newer.
 STUDIES += dlbench wu shi ilkarman shams
-CAMPAIGN_TARGETS += cpu-cnn gpu-cnn cpu-lstm gpu-lstm demo wu-cpu-defaults wu-gpu-defaults wu-cpu-batch wu-cpu-lr wu-gpu-lr wu-cpu-threads wu-cpu-blas shi-cpu shi-gpu shi-multigpu ilkarman-train-cpu ilkarman-train-gpu ilkarman-rnn-cpu ilkarman-rnn-gpu ilkarman-layout-cpu ilkarman-layout-gpu ilkarman-autotune-gpu ilkarman-features-cpu ilkarman-features-gpu shams-cpu shams-gpu shams-allreduce-cpu shams-allreduce-gpu shams-scaleup-cpu shams-scaleup-gpu
-GPU_TARGETS += gpu-cnn gpu-lstm wu-gpu-defaults wu-gpu-lr shi-gpu shi-multigpu ilkarman-train-gpu ilkarman-rnn-gpu ilkarman-layout-gpu ilkarman-autotune-gpu ilkarman-features-gpu shams-gpu shams-allreduce-gpu shams-scaleup-gpu
+CAMPAIGN_TARGETS += cpu-cnn gpu-cnn cpu-lstm gpu-lstm cpu-frcnn gpu-frcnn demo wu-cpu-defaults wu-gpu-defaults wu-cpu-batch wu-cpu-lr wu-gpu-lr wu-cpu-threads wu-cpu-blas shi-cpu shi-gpu shi-multigpu ilkarman-train-cpu ilkarman-train-gpu ilkarman-rnn-cpu ilkarman-rnn-gpu ilkarman-layout-cpu ilkarman-layout-gpu ilkarman-autotune-gpu ilkarman-features-cpu ilkarman-features-gpu shams-cpu shams-gpu shams-allreduce-cpu shams-allreduce-gpu shams-scaleup-cpu shams-scaleup-gpu
+GPU_TARGETS += gpu-cnn gpu-lstm gpu-frcnn wu-gpu-defaults wu-gpu-lr shi-gpu shi-multigpu ilkarman-train-gpu ilkarman-rnn-gpu ilkarman-layout-gpu ilkarman-autotune-gpu ilkarman-features-gpu shams-gpu shams-allreduce-gpu shams-scaleup-gpu
 STUDY_TARGETS += dlbench-all-cpu dlbench-cpu dlbench-all-gpu dlbench-gpu wu-all-cpu wu-cpu wu-all-gpu wu-gpu shi-all-cpu shi-all-gpu ilkarman-all-cpu ilkarman-cpu ilkarman-all-gpu ilkarman-gpu shams-all-cpu shams-all-gpu
 GPU_STUDY_TARGETS += dlbench-all-gpu dlbench-gpu wu-all-gpu wu-gpu shi-all-gpu ilkarman-all-gpu ilkarman-gpu shams-all-gpu
 
 # dlbench
-HELP.dlbench := cpu-cnn gpu-cnn cpu-lstm gpu-lstm demo; whole study: dlbench-cpu = dlbench-all-cpu, dlbench-gpu = dlbench-all-gpu
-dlbench-all-cpu dlbench-cpu: STUDY_EXPERIMENTS := cpu-cnn cpu-lstm
-dlbench-all-gpu dlbench-gpu: STUDY_EXPERIMENTS := gpu-cnn gpu-lstm
+HELP.dlbench := cpu-cnn gpu-cnn cpu-lstm gpu-lstm cpu-frcnn gpu-frcnn demo; whole study: dlbench-cpu = dlbench-all-cpu, dlbench-gpu = dlbench-all-gpu
+dlbench-all-cpu dlbench-cpu: STUDY_EXPERIMENTS := cpu-cnn cpu-lstm cpu-frcnn
+dlbench-all-gpu dlbench-gpu: STUDY_EXPERIMENTS := gpu-cnn gpu-lstm gpu-frcnn
 dlbench-all-gpu: STUDY_INSTEAD := dlbench-all-cpu
 dlbench-gpu: STUDY_INSTEAD := dlbench-cpu
 

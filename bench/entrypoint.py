@@ -45,6 +45,7 @@ from bench import (
     switches,
     threads,
 )
+from bench.detection import detector
 from bench.errors import UsageError
 from bench.frameworks import NonFiniteLoss
 from bench.frameworks.common import cpu_name, majority_rate
@@ -185,9 +186,12 @@ def train(req: dict, data_dir: Path, out: Path, record: dict) -> None:
             raise
         digest = data.sha256
     record["dataset"]["sha256"] = digest  # of the arrays trained on, as computed here
-    data = prepared.bind_roles(data, wl.get("arrays"))
+    detecting = detector.is_detector(wl)
+    if not detecting:  # a detector reads its images' arrays by their own names (bench/detection/images.py)
+        data = prepared.bind_roles(data, wl.get("arrays"))
     record["dataset"].update(train_examples=int(len(data.y_train)), test_examples=int(len(data.y_test)))
-    if not made:  # random labels: no accuracy to clear, so no floor is recorded (bench/generated.py)
+    # No floor for random labels (bench/generated.py) or for a detector (its y counts objects; mAP has no majority)
+    if not made and not detecting:
         record["dataset"]["test_majority_rate"] = majority_rate(data.test["y"], data.test.get("y_len"))
     fw = record_environment(req, record)
     if dataparallel.ranks(req) > 1:  # the ranks build their own trainers, each on its shard of the rows
@@ -195,6 +199,8 @@ def train(req: dict, data_dir: Path, out: Path, record: dict) -> None:
         return
     trainer = fw.make_trainer(wl, data, req["device"], req["seed"])
     record["model"]["trainable_params"] = int(trainer.param_count())
+    if detecting:
+        record["model"]["detector"] = detector.record(wl)
     record["device_used"].update(trainer.info())
     timing = record["timing"]
     timing["setup_time_s"] = time.perf_counter() - t_setup

@@ -91,6 +91,9 @@ LOSSES = {
     "sparse_categorical_crossentropy": ("sequence", "softmax"),
 }
 ARCHITECTURES = ("stack", "encoder_decoder")
+# A detector (bench/detection/detector.py: Faster R-CNN) is planned there; its ModelPlan (kind "detection") holds
+# its trunk's and head's layers, what the layer checks and switches read.
+DETECTOR, DETECTION = "faster_rcnn", "detection"
 # model.output: what the network ends with. "classes": a dense classifier whose activation the loss absorbs;
 # "features": the last layer's vector as it is, no classifier and no loss (the inference protocol only).
 CLASSES, FEATURES = "classes", "features"
@@ -182,8 +185,9 @@ class ModelPlan:
     def __init__(self, layers: List[Layer], kind: str, input_shape: Optional[Tuple[int, ...]],
                  encoder: Optional[List[Layer]] = None) -> None:
         self.layers = layers
-        # "categorical" (integer labels, logits per class), "binary" (one logit), "sequence", or "features"
-        # (no classifier: the last layer's vector, never trained: model.output = "features")
+        # "categorical" (integer labels, logits per class), "binary" (one logit), "sequence", "features"
+        # (no classifier: the last layer's vector, never trained: model.output = "features") or "detection"
+        # (a detector's trunk and head: bench/detection/detector.py plans the rest)
         self.kind = kind
         self.input_shape = input_shape  # (H, W, C) for images, None for token sequences
         self.encoder = encoder
@@ -284,6 +288,12 @@ def _flatten_blocks(layers: List[Layer]) -> List[Layer]:
 
 def plan(spec: dict) -> ModelPlan:
     """Validate spec['model'] and the loss, and plan every layer's shapes and padding."""
+    if spec["model"].get("architecture") == DETECTOR:
+        # The detector plans its trunk and head itself (with these functions); its model's layers are theirs.
+        from bench.detection import detector
+
+        planned = detector.plan(spec)
+        return ModelPlan(planned.trunk + planned.head, DETECTION, None)
     output = spec["model"].get("output", CLASSES)
     if output not in OUTPUTS:
         raise SpecError(f"model.output {output!r} is not one of {', '.join(OUTPUTS)}")
@@ -347,6 +357,19 @@ def _plan_features(spec: dict) -> ModelPlan:
         got = layers[-1].output if layers else "no layers"
         raise SpecError(f"a features model must end with a vector (e.g. global_avgpool or flatten), not {got}")
     return ModelPlan(layers, FEATURES, input_shape)
+
+
+def plan_images(raw_layers: List[dict], input_shape: Tuple[int, int, int], what: str) -> List[Layer]:
+    """Plan a list of image layers (hidden activations only) from an (H, W, C) input: a detector's trunk or
+    head (bench/detection/detector.py), which has no classifier of its own. `what` names the list in errors."""
+    raw = _layer_list(raw_layers or [], what)
+    for i, layer in enumerate(raw):
+        for sub in [layer] + _sublayers(layer):
+            if sub.get("activation") not in HIDDEN_ACTIVATIONS:
+                raise SpecError(f"{what} {i}: activation {sub['activation']!r} is not a hidden activation")
+    if not raw:
+        raise SpecError(f"the {what}s are missing: give at least one layer")
+    return _shapes(raw, Shape(IMAGE, tuple(input_shape)), what)
 
 
 def output_values(model: ModelPlan) -> int:

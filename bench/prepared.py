@@ -18,7 +18,9 @@ A run identifies its data by arrays_sha256; its request names the rows of a subs
 picks them: campaign/requests.py), so this reader needs no random generator. load() hashes the
 bytes it reads (one streaming pass, then NumPy parses the same open file: the sha256 of SVHN's
 306 MB takes about twice as long as parsing it) and refuses arrays other than those the run was
-planned for before parsing them, so run.json's sha256 is that of the bytes trained on.
+planned for before parsing them, so run.json's sha256 is that of the bytes trained on. A large array kept
+whole (not one row per example: VOC2012's flat pixels, ~8 GB a split) is memory-mapped read-only instead of read
+(_mapped): a run touches only its own images' bytes, and its peak memory is not the dataset's size.
 
 CPython 3.6-clean, standard library and NumPy >= 1.14 only: data/ writes the format on the host,
 and the entrypoint reads it inside images of every era.
@@ -243,9 +245,34 @@ def _read_rows(fh, folder: Path, data: PreparedData, train_indices: Optional[Seq
                     "plan the run again against this prepared dataset (its arrays changed)")
             for key in keys:
                 name = key[: -len(split) - 1]
-                arr = cut[name] if name in cut else npz[key]
+                mapped = None if name in cut else _mapped(npz, key, fh, n)
+                arr = cut[name] if name in cut else (mapped if mapped is not None else npz[key])
                 # Only per-example arrays are subset; others (PTB's token stream) are kept whole.
                 getattr(data, split)[key[: -len(split) - 1]] = arr if idx is None or len(arr) != n else arr[idx]
+
+
+# Arrays kept whole and at least this large are memory-mapped, not read (VOC2012's flat pixels: ~8 GB a split).
+MAP_BYTES = 64 * 2 ** 20
+
+
+def _mapped(npz, key: str, fh, rows: int) -> Optional[np.ndarray]:
+    """A read-only memory map of member `key` of the open uncompressed npz (data/npz.py writes them stored) when it
+    is a large 1-D array that is not one row per example (kept whole: only the rows a run touches are read);
+    None otherwise (read as usual)."""
+    info = npz.zip.getinfo(key + ".npy")
+    if info.compress_type != zipfile.ZIP_STORED or info.file_size < MAP_BYTES:
+        return None
+    with npz.zip.open(info) as member:
+        version = np.lib.format.read_magic(member)
+        header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+        shape, fortran, dtype = header(member)
+        start = member.tell()  # the .npy header's length: the data follows it
+    if len(shape) != 1 or shape[0] == rows or dtype.hasobject:
+        return None
+    fh.seek(info.header_offset)
+    local = fh.read(30)  # the zip's local file header: the name's and the extra field's lengths at bytes 26-29
+    offset = info.header_offset + 30 + int.from_bytes(local[26:28], "little") + int.from_bytes(local[28:30], "little")
+    return np.memmap(fh.name, dtype=dtype, mode="r", offset=offset + start, shape=shape)
 
 
 # The roles a framework module reads (bench/frameworks/common.py ROLES), each by default the

@@ -32,6 +32,7 @@ from bench import (
     request,
     switches,
 )
+from bench.detection import detector, support
 from bench.errors import UsageError
 from bench.frameworks import capabilities
 from campaign import requests, specs
@@ -162,9 +163,9 @@ def refusal(framework: str, era: str, spec: dict, point: dict) -> str | None:
     off its declaration (bench/frameworks/<framework>/__init__.py): a BLAS backend it cannot switch to (the blas
     axis: bench/blas_backends.py), a performance switch it has not or that changes nothing in this model
     (bench/switches.py), a layer type of the model its module does not translate, a collective it has none of
-    (bench/collectives), data-parallel ranks it cannot train over (bench/dataparallel.py), or a measurement protocol
-    its trainer has no hook for (step(): bench/iterations.py; infer(): bench/inference.py). Its other runs go
-    ahead."""
+    (bench/collectives), a detector it has no module for (bench/detection/support.py), data-parallel ranks it cannot
+    train over (bench/dataparallel.py), or a measurement protocol its trainer has no hook for (step():
+    bench/iterations.py; infer(): bench/inference.py). Its other runs go ahead."""
     if blas_backends.AXIS in point:
         why = blas_backends.refusal(framework, era, point[blas_backends.AXIS])
         if why:
@@ -179,6 +180,10 @@ def refusal(framework: str, era: str, spec: dict, point: dict) -> str | None:
     why = capabilities.layer_refusal(framework, era, spec)
     if why:
         return why
+    if detector.is_detector(spec):  # a framework module of its own (bench/detection/support.py)
+        why = support.refusal(framework, era)
+        if why:
+            return why
     parallel = dataparallel.SUPPORT if point.get(dataparallel.AXIS, 1) > 1 else None
     protocol = PROTOCOL_HOOKS.get(measurement.of_spec(spec)["protocol"])  # epochs: every trainer has train_epoch()
     for feature in filter(None, (parallel, protocol)):

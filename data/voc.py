@@ -52,6 +52,7 @@ from typing import Any
 import numpy as np
 
 from bench.atomic import write_bytes as write_bytes_atomic
+from bench.detection.images import resized_size, scale_for
 from bench.errors import UsageError
 from data.formats import RawFormatError, tar_add
 from data.npz import Arrays
@@ -124,15 +125,6 @@ def _split_ids(text: bytes) -> list[str]:
     return [line.strip() for line in text.decode("ascii", errors="replace").splitlines() if line.strip()]
 
 
-def scale_for(height: int, width: int, short_side: int, max_side: int) -> float:
-    """py-faster-rcnn's resize factor: short side to `short_side`, unless the long side would then round
-    above `max_side`, in which case the long side to `max_side`."""
-    scale = short_side / min(height, width)
-    if round(scale * max(height, width)) > max_side:
-        scale = max_side / max(height, width)
-    return scale
-
-
 def _open_image(tar: tarfile.TarFile, members: dict[str, tarfile.TarInfo], image_id: str, archive: str) -> Any:
     """The JPEG of an image id, opened (Pillow reads the header now and the pixels when asked)."""
     body = _member_bytes(tar, members, f"JPEGImages/{image_id}.jpg", archive)
@@ -144,11 +136,6 @@ def _open_image(tar: tarfile.TarFile, members: dict[str, tarfile.TarInfo], image
 
 def _bad_jpeg(archive: str, image_id: str, err: OSError) -> RawFormatError:
     return RawFormatError(f"{archive}: {DEVKIT}JPEGImages/{image_id}.jpg is not a readable JPEG ({err})")
-
-
-def resized_size(height: int, width: int, scale: float) -> tuple[int, int]:
-    """(height, width) after resizing by `scale`: round(side * scale), at least 1."""
-    return max(1, round(height * scale)), max(1, round(width * scale))
 
 
 def _layout(tar: tarfile.TarFile, members: dict[str, tarfile.TarInfo], ids: list[str], archive: str,

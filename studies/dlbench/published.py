@@ -4,7 +4,7 @@ tests/studies/test_published.py).
 
 How the csv becomes rows:
 - (arch, dataset) map to the kit's workload of this study as analysis.reference.workload_cell names them; rows of a
-  workload the kit has no spec for (Faster R-CNN on VOC2012) feed nothing.
+  workload the kit has no spec for feed nothing.
 - env cpu/gpu is the device; the metrics the kit measures map to run-table columns by analysis.reference's
   METRIC_COLUMNS (percent, seconds and MB as the csv holds them); the others (speed-ups, peak epochs, Pearson r,
   ratios) are no run-table column and feed nothing.
@@ -34,7 +34,6 @@ ALL_FRAMEWORKS = "all frameworks"
 
 # The rows of DLBench's files the reference table does not read (analysis/sections/not_reproduced.py lists them).
 ROW_RULES = (
-    row_rule("dlbench.csv", reason="no Faster R-CNN workload (issue 31)", arch="frcnn"),
     row_rule("dlbench.csv", BY_CLAIMS, metric="peak_accuracy_epoch"),
     row_rule("dlbench.csv", BY_CLAIMS, metric="peak_accuracy"),
     row_rule("dlbench.csv", f"{BY_CLAIMS} (shown beside the measured speed-ups in 'What transfers across hardware')",

@@ -103,7 +103,11 @@ def test_section_is_one_line_without_paper_era_runs(tmp_path: Path) -> None:
 def test_profile_departures_read_the_workload_specs() -> None:
     found = {d.topic: d for d in dep.profile_departures()}
     assert set(found) == {"lstm-ptb: quick profile's model and optimizer",
-                          "seq2seq-manythings: quick profile's optimizer"}
+                          "seq2seq-manythings: quick profile's optimizer",
+                          "frcnn-voc2012: quick profile's model", "frcnn-voc2012: smoke profile's model"}
+    frcnn = found["frcnn-voc2012: quick profile's model"]  # a detector's tables, only those the profile changes
+    assert "image (short_side 600, max_side 1000, size_divisor 16, flip True)" in frcnn.stated
+    assert "image (short_side 300, max_side 500" in frcnn.kit and "test (" not in frcnn.kit
     ptb = found["lstm-ptb: quick profile's model and optimizer"]
     assert "model embedding 128, lstm 1024, dropout 0.5, lstm 1024, dropout 0.5, dense 10000" in ptb.stated
     assert "optimizer adadelta (lr 1, rho 0.95, epsilon 1e-07)" in ptb.stated

@@ -7,6 +7,7 @@ import copy
 import pytest
 
 from bench import modelplan
+from bench.detection import detector
 from bench.modelplan import IMAGE, SEQUENCE, TOKENS, VECTOR, Pads, Shape, SpecError
 from campaign import specs
 from tests.declarations import DLBENCH_LAYER_TYPES
@@ -146,11 +147,16 @@ def _broken(name: str, change) -> dict:
 @pytest.mark.parametrize("name", MODEL_SPECS)
 def test_every_shipped_spec_is_planned(name):
     model = modelplan.plan(specs.load(name))
-    if model.kind == modelplan.FEATURES:  # no classifier: it ends with a vector (tests/bench/test_inference.py)
-        assert model.layers[-1].output.kind == modelplan.VECTOR
+    if model.kind in (modelplan.FEATURES, modelplan.DETECTION):  # no classifier layer: the head ends with a vector
+        assert model.layers[-1].output.kind == modelplan.VECTOR  # (tests/bench/test_inference.py, detection/)
     else:
         assert model.layers[-1].type == "dense" and model.layers[-1]["activation"] is None
-    for stack in (model.encoder, model.layers):
+    stacks = (model.encoder, model.layers)
+    if model.kind == modelplan.DETECTION:  # two stacks, the RoI op between them (bench/detection/detector.py)
+        planned = detector.plan(specs.load(name))
+        stacks = (planned.trunk, planned.head)
+        assert list(map(repr, model.layers)) == list(map(repr, planned.trunk + planned.head))
+    for stack in stacks:
         for i, layer in enumerate(stack or []):
             assert layer.index == i
             if i:  # shapes chain: each layer reads what the one before it gives

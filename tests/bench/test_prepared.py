@@ -112,3 +112,25 @@ def test_truncated_arrays_are_one_line_whether_planned_or_not(mnist):
         with pytest.raises(UsageError) as refused:
             read(mnist)
         assert str(refused.value) == unreadable
+
+
+# ---------------------------------------------------------------- large arrays kept whole are memory-mapped
+
+
+def test_a_large_array_kept_whole_is_mapped_not_read_and_holds_the_same_values(tmp_path, monkeypatch):
+    # VOC2012's flat pixels (~8 GB a split at short side 600) are one array per split, not one row per image: a run
+    # maps it and reads only the images its rows name. Rows of per-example arrays are still picked and read.
+    folder = tmp_path / "p"
+    folder.mkdir()
+    stream = np.arange(5000, dtype=np.uint8)
+    arrays = {"pixels_train": stream, "y_train": np.array([3, 1, 2]), "offset_train": np.array([0, 10, 20]),
+              "pixels_test": stream[:100], "y_test": np.array([1])}
+    write_npz(folder / prepared.ARRAYS_FILE, arrays)
+    (folder / prepared.META_FILE).write_text('{"format_version": 1, "dataset": "voc2012", "source": "synthetic"}')
+    monkeypatch.setattr(prepared, "MAP_BYTES", 1000)
+    data = prepared.load(folder, train_indices=[2, 0], test_indices=[0])
+    assert isinstance(data.train["pixels"], np.memmap) and not isinstance(data.test["pixels"], np.memmap)
+    np.testing.assert_array_equal(data.train["pixels"], stream)
+    np.testing.assert_array_equal(data.test["pixels"], stream[:100])
+    assert data.train["y"].tolist() == [2, 3] and data.train["offset"].tolist() == [20, 0]
+    assert not isinstance(data.train["y"], np.memmap)

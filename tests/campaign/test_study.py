@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[2]
 def test_dlbench_is_a_study_whose_experiments_are_the_make_targets():
     dlbench = study.load_study("dlbench")
     assert dlbench.claims == "DLBench"
-    assert list(dlbench.experiments) == ["cpu-cnn", "gpu-cnn", "cpu-lstm", "gpu-lstm", "demo"]
+    assert list(dlbench.experiments) == ["cpu-cnn", "gpu-cnn", "cpu-lstm", "gpu-lstm", "cpu-frcnn", "gpu-frcnn", "demo"]
     demo = dlbench.experiments["demo"]
     assert (demo.device, demo.workloads, demo.measurement, demo.points()) == ("cpu", ("cnn-mnist", "lstm-imdb"),
                                                                              None, [{}])
@@ -109,7 +109,8 @@ def test_a_bad_study_file_is_refused_in_one_line(tmp_path, monkeypatch, body, te
 
 
 def test_an_unknown_target_names_the_choices():
-    with pytest.raises(UsageError, match="unknown campaign target 'cpu-rnn'; choose from: cpu-cnn, cpu-lstm, demo"):
+    with pytest.raises(UsageError,
+                       match="unknown campaign target 'cpu-rnn'; choose from: cpu-cnn, cpu-frcnn, cpu-lstm, demo"):
         study.experiment("cpu-rnn")
 
 

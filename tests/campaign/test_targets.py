@@ -84,7 +84,7 @@ def test_todays_names_keep_their_meaning(monkeypatch):
     assert not set(TODAYS_EXPERIMENTS) & set(aggregates)
     assert all(study.experiment(name).name == name for name in TODAYS_EXPERIMENTS)
     assert aggregates["shi-all-gpu"].experiments == ("shi-gpu", "shi-multigpu")
-    assert aggregates["dlbench-cpu"].experiments == ("cpu-cnn", "cpu-lstm")  # not the demo
+    assert aggregates["dlbench-cpu"].experiments == ("cpu-cnn", "cpu-lstm", "cpu-frcnn")  # not the demo
     assert (aggregates["wu-gpu"].instead["wu-gpu"], aggregates["shi-all-gpu"].instead["shi-all-gpu"]) == (
         "wu-cpu", "shi-all-cpu")
 
