@@ -38,7 +38,9 @@ import numpy as np  # noqa: E402
 import threadpoolctl  # noqa: E402
 from chainer.backends import cuda  # noqa: E402
 
-from bench.frameworks.chainer import trainer  # noqa: E402
+from bench.detection.detector import is_detector  # noqa: E402
+from bench.detection.trainer import DetectionTrainer  # noqa: E402
+from bench.frameworks.chainer import detection, trainer  # noqa: E402
 from bench.frameworks.chainer.layers import build_model  # noqa: E402, F401 (the module's model, for callers)
 
 NAME = trainer.NAME
@@ -102,6 +104,9 @@ class ChainerTrainer(trainer.SpecTrainer):
         return versions()
 
 
-def make_trainer(spec: dict, data: Any, device: str, seed: int) -> ChainerTrainer:
-    """Build the spec's model and optimizer on `device` ('cpu' or 'gpu') with the given seed."""
+def make_trainer(spec: dict, data: Any, device: str, seed: int) -> ChainerTrainer | DetectionTrainer:
+    """Build the spec's model and optimizer on `device` ('cpu' or 'gpu') with the given seed; a detector spec
+    (bench.detection) gets its DetectionTrainer (detection.py) on this era's device and thread hooks."""
+    if is_detector(spec):
+        return detection.make_trainer(ChainerTrainer, spec, data, device, seed)
     return ChainerTrainer(spec, data, device, seed)

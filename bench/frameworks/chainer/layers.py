@@ -305,6 +305,12 @@ def _image_step(layer: modelplan.Layer) -> Any:
     return None
 
 
+def build_layers(layers: List[modelplan.Layer]) -> SpecChain:
+    """One planned list of image layers (e.g. a detector's trunk or head, bench/detection/detector.py) as a
+    SpecChain; no fixed height or width: the plan's pads hold wherever its planning did."""
+    return _build_stack(layers)
+
+
 def _build_stack(layers: List[modelplan.Layer], returns_state: bool = False,
                  caller_lengths: bool = False) -> SpecChain:
     """One planned layer list as a SpecChain; input sizes and padding come from the plan.

@@ -18,15 +18,17 @@ axes, and chainer.config.autotune for cuDNN's convolution autotuning on a GPU); 
 
 import ctypes
 import functools
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple, Union
 
 import chainer
 import numpy as np
 from chainer.backends import cuda
 
 from bench import switches
+from bench.detection.detector import is_detector
+from bench.detection.trainer import DetectionTrainer
 from bench.frameworks import common
-from bench.frameworks.chainer import CAPABILITIES, trainer
+from bench.frameworks.chainer import CAPABILITIES, detection, trainer
 from bench.frameworks.chainer.layers import build_model  # noqa: F401 (the module's model, for callers)
 from bench.gpu import probe as gpu_probe
 from bench.gpu import run_device_index
@@ -137,6 +139,9 @@ class ChainerTrainer(trainer.SpecTrainer):
         return versions()
 
 
-def make_trainer(spec: dict, data: Any, device: str, seed: int) -> ChainerTrainer:
-    """Build the spec's model and optimizer on `device` ('cpu' or 'gpu') with the given seed."""
+def make_trainer(spec: dict, data: Any, device: str, seed: int) -> Union["ChainerTrainer", DetectionTrainer]:
+    """Build the spec's model and optimizer on `device` ('cpu' or 'gpu') with the given seed; a detector spec
+    (bench.detection) gets its DetectionTrainer (detection.py) on this era's device and thread hooks."""
+    if is_detector(spec):
+        return detection.make_trainer(ChainerTrainer, spec, data, device, seed)
     return ChainerTrainer(spec, data, device, seed)

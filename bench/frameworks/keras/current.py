@@ -34,6 +34,8 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from bench import modelplan, switches  # noqa: E402
+from bench.detection import detector  # noqa: E402
+from bench.detection.trainer import DetectionTrainer
 from bench.frameworks import NonFiniteLoss, common  # noqa: E402
 from bench.frameworks.keras import CAPABILITIES  # noqa: E402
 from bench.frameworks.keras.current_optimizers import make_optimizer  # noqa: E402
@@ -135,8 +137,14 @@ def build_residual(model: modelplan.ModelPlan) -> keras.Model:
     """A stack with residual blocks or concats, as a functional keras.Model: each block adds its branch's
     output to its shortcut's (the input itself where the shortcut is the identity), then the activation;
     a concat stacks its branches' outputs on channels (channels_last: the last axis)."""
-    image = keras.Input(shape=model.input_shape, dtype="float32")
-    return keras.Model(image, _apply(model.layers, image), name="residual")
+    return build_functional(model.layers, model.input_shape, "residual")
+
+
+def build_functional(layers: list[modelplan.Layer], input_shape: tuple, name: str) -> keras.Model:
+    """Planned image layers (residual blocks and concats included) as a functional keras.Model on float32
+    inputs of `input_shape` (H, W, C); H and W may be None (a detector's trunk takes any padded size)."""
+    image = keras.Input(shape=tuple(input_shape), dtype="float32")
+    return keras.Model(image, _apply(layers, image), name=name)
 
 
 def _apply(layers: list[modelplan.Layer], h: Any) -> Any:
@@ -197,7 +205,7 @@ def _layer(layer: modelplan.Layer, mask_zero: bool, return_state: bool = False) 
     return layers.LSTM(layer["units"], return_sequences=layer["return_sequences"], return_state=return_state)
 
 
-def _configure_runtime(device: str) -> None:
+def configure_runtime(device: str) -> None:
     """Threads and device visibility; TensorFlow accepts both only before its runtime starts."""
     n = common.threads_from_env()
     try:
@@ -236,7 +244,7 @@ class KerasTrainer:
     """The Trainer protocol (bench.frameworks.Trainer) for Keras 3 on TensorFlow."""
 
     def __init__(self, spec: dict, data: Any, device: str, seed: int):
-        _configure_runtime(device)
+        configure_runtime(device)
         self.device = device
         keras.utils.set_random_seed(seed)  # Python, NumPy and TensorFlow generators
         self.spec_model = modelplan.plan(spec)
@@ -452,6 +460,12 @@ class KerasTrainer:
         )
 
 
-def make_trainer(spec: dict, data: Any, device: str, seed: int) -> KerasTrainer:
-    """Build and compile the spec's model for `device` ('cpu' or 'gpu') with the given seed."""
+def make_trainer(spec: dict, data: Any, device: str, seed: int) -> KerasTrainer | DetectionTrainer:
+    """Build and compile the spec's model for `device` ('cpu' or 'gpu') with the given seed; a detector
+    (model.architecture "faster_rcnn") gets current_detection's DetectionTrainer instead."""
+    if detector.is_detector(spec):
+        # Imported here: current_detection imports this module for its builders.
+        from bench.frameworks.keras import current_detection
+
+        return current_detection.make_trainer(spec, data, device, seed)
     return KerasTrainer(spec, data, device, seed)

@@ -278,6 +278,12 @@ def build_model(model: modelplan.ModelPlan, cudnn_lengths: bool) -> gluon.Hybrid
     return EncoderDecoder(encoder, _build_stack(model.layers, cudnn_lengths))
 
 
+def build_images(layers: List[modelplan.Layer]) -> SpecNet:
+    """A HybridBlock of one planned list of image layers (NCHW in and out), e.g. a detector's trunk or head
+    (bench/detection/detector.py); its pads are the plan's, so it takes any input size the plan's pads hold for."""
+    return _build_stack(layers, cudnn_lengths=False)
+
+
 def _conv(layer: modelplan.Layer, act: Optional[str]) -> List[gluon.HybridBlock]:
     pads, padding, blocks = layer.pads, 0, []
     if pads.symmetric:

@@ -15,7 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from bench.frameworks.mxnet import CAPABILITIES, trainer
+from bench.detection.detector import is_detector
+from bench.detection.trainer import DetectionTrainer
+from bench.frameworks.mxnet import CAPABILITIES, detection, trainer
 from bench.frameworks.mxnet.library import mx, nd
 
 NAME = trainer.NAME
@@ -64,6 +66,13 @@ class CurrentTrainer(trainer.MXNetTrainer):
         return versions()
 
 
-def make_trainer(spec: dict, data: Any, device: str, seed: int) -> CurrentTrainer:
-    """Build the spec's model and optimizer on `device` ('cpu' or 'gpu') with the given seed."""
+class CurrentDetector(detection.DetectorNetwork, CurrentTrainer):
+    """A detector's Network (detection.py) with today's MXNet's hooks (versions, build facts)."""
+
+
+def make_trainer(spec: dict, data: Any, device: str, seed: int) -> CurrentTrainer | DetectionTrainer:
+    """Build the spec's model and optimizer on `device` ('cpu' or 'gpu') with the given seed: a CurrentTrainer, or for a
+    detector (model.architecture "faster_rcnn") a bench.detection DetectionTrainer over a CurrentDetector."""
+    if is_detector(spec):
+        return detection.make_trainer(CurrentDetector, spec, data, device, seed)
     return CurrentTrainer(spec, data, device, seed)

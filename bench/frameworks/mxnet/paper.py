@@ -14,11 +14,13 @@ What MXNet 1.3.0 makes different:
 
 import re
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Union
 
 import numpy as np
 
-from bench.frameworks.mxnet import CAPABILITIES, trainer
+from bench.detection.detector import is_detector
+from bench.detection.trainer import DetectionTrainer
+from bench.frameworks.mxnet import CAPABILITIES, detection, trainer
 from bench.frameworks.mxnet.library import mx, nd
 
 NAME = trainer.NAME
@@ -76,6 +78,13 @@ class PaperTrainer(trainer.MXNetTrainer):
         return versions()
 
 
-def make_trainer(spec: dict, data: Any, device: str, seed: int) -> PaperTrainer:
-    """Build the spec's model and optimizer on `device` ('cpu' or 'gpu') with the given seed."""
+class PaperDetector(detection.DetectorNetwork, PaperTrainer):
+    """A detector's Network (detection.py) with MXNet 1.3.0's hooks (versions, build facts)."""
+
+
+def make_trainer(spec: dict, data: Any, device: str, seed: int) -> Union[PaperTrainer, DetectionTrainer]:
+    """Build the spec's model and optimizer on `device` ('cpu' or 'gpu') with the given seed: a PaperTrainer, or for a
+    detector (model.architecture "faster_rcnn") a bench.detection DetectionTrainer over a PaperDetector."""
+    if is_detector(spec):
+        return detection.make_trainer(PaperDetector, spec, data, device, seed)
     return PaperTrainer(spec, data, device, seed)

@@ -25,8 +25,10 @@ from torch.nn.parallel import DistributedDataParallel
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from bench import modelplan, switches
+from bench.detection.detector import is_detector
+from bench.detection.trainer import DetectionTrainer
 from bench.frameworks import common
-from bench.frameworks.pytorch import CAPABILITIES, model, trainer
+from bench.frameworks.pytorch import CAPABILITIES, detection, model, trainer
 from bench.frameworks.pytorch.trainer import CUDA_CHECK_EVERY, IGNORE, NAME  # noqa: F401  (the module's constants)
 from bench.loopback import TIMEOUT
 
@@ -43,6 +45,11 @@ def versions() -> dict[str, str]:
     if torch.backends.cudnn.is_available():
         out["cudnn"] = str(torch.backends.cudnn.version())
     return out
+
+
+def threads() -> dict[str, int]:
+    """The intra-op and inter-op thread pools' sizes."""
+    return {"intra_op": torch.get_num_threads(), "inter_op": torch.get_num_interop_threads()}
 
 
 class _LSTM(model.LengthsLSTM):
@@ -177,7 +184,7 @@ class TorchTrainer(trainer.TorchTrainer):
         return self.cuda and torch.backends.cudnn.is_available()
 
     def threads(self) -> dict[str, int]:
-        return {"intra_op": torch.get_num_threads(), "inter_op": torch.get_num_interop_threads()}
+        return threads()
 
     def _layout(self) -> str:
         return ", channels_last" if self.memory_format == torch.channels_last else ""
@@ -209,7 +216,15 @@ class TorchTrainer(trainer.TorchTrainer):
         return "NCHW (converted once at setup" + (self._layout() + " strides)" if self._layout() else ")")
 
 
-def make_trainer(spec: dict, data: Any, device: str, seed: int, parallel: dict | None = None) -> TorchTrainer:
+def make_trainer(spec: dict, data: Any, device: str, seed: int,
+                 parallel: dict | None = None) -> TorchTrainer | DetectionTrainer:
     """Build the spec's model and optimizer on `device` ('cpu' or 'gpu') with the given seed; `parallel`
-    {rank, ranks, addr, port}: as one data-parallel rank of bench/dataparallel.py."""
+    {rank, ranks, addr, port}: as one data-parallel rank of bench/dataparallel.py. A detector workload gets
+    detection.py's DetectionTrainer (one process: no data-parallel ranks)."""
+    if is_detector(spec):
+        if parallel:
+            raise RuntimeError(f"{NAME}: a detector ({spec['model']['architecture']}) trains in one process; "
+                               "data-parallel ranks are not implemented for it")
+        _set_threads()
+        return detection.make_trainer(spec, data, trainer.resolve_device(device), seed, versions, threads)
     return TorchTrainer(spec, data, device, seed, parallel)

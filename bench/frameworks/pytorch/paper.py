@@ -18,7 +18,7 @@ LSTM as its initial state.
 """
 
 import platform
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 import torch
@@ -26,8 +26,10 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from bench import modelplan
+from bench.detection.detector import is_detector
+from bench.detection.trainer import DetectionTrainer
 from bench.frameworks import common
-from bench.frameworks.pytorch import CAPABILITIES, model, trainer
+from bench.frameworks.pytorch import CAPABILITIES, detection, model, trainer
 from bench.frameworks.pytorch.trainer import NAME  # noqa: F401  (the module's contract)
 
 PACKAGE = CAPABILITIES.package  # whose version is the framework's version
@@ -43,6 +45,11 @@ def versions() -> Dict[str, str]:
     if cudnn is not None:
         out["cudnn"] = str(cudnn)
     return out
+
+
+def threads() -> Dict[str, int]:
+    """The intra-op pool's size; ops run one at a time from the Python thread: 0.4.1 has no inter-op pool."""
+    return {"intra_op": torch.get_num_threads(), "inter_op": 1}
 
 
 def _cudnn_version() -> Optional[int]:
@@ -87,6 +94,12 @@ def _modules(layers: List[modelplan.Layer]) -> List[nn.Module]:
     return model.modules(layers, _LSTM)
 
 
+def _set_threads() -> None:
+    threads = common.threads_from_env()
+    if threads is not None:
+        torch.set_num_threads(threads)  # 0.4.1 has no inter-op pool to set (set_num_interop_threads is 1.2)
+
+
 class TorchTrainer(trainer.TorchTrainer):
     """The Trainer protocol (bench.frameworks.Trainer) for PyTorch 0.4.1."""
 
@@ -95,9 +108,7 @@ class TorchTrainer(trainer.TorchTrainer):
     versions = staticmethod(versions)
 
     def __init__(self, spec: dict, data: Any, device: str, seed: int):
-        threads = common.threads_from_env()
-        if threads is not None:
-            torch.set_num_threads(threads)  # 0.4.1 has no inter-op pool to set (set_num_interop_threads is 1.2)
+        _set_threads()
         # Shuffling has its own generator so its order depends on the seed alone.
         self.rng = np.random.RandomState(seed)
         super().__init__(spec, data, trainer.resolve_device(device), seed)
@@ -112,8 +123,7 @@ class TorchTrainer(trainer.TorchTrainer):
         return self.cuda and bool(torch.backends.cudnn.enabled) and _cudnn_version() is not None
 
     def threads(self) -> Dict[str, int]:
-        # Ops run one at a time from the Python thread: 0.4.1 has no inter-op pool.
-        return {"intra_op": torch.get_num_threads(), "inter_op": 1}
+        return threads()
 
     def conv_kernel(self, cudnn: bool) -> str:
         autotune = "on" if torch.backends.cudnn.benchmark else "off"
@@ -139,6 +149,10 @@ class TorchTrainer(trainer.TorchTrainer):
         return "whole split as device tensors, rows picked by a seeded NumPy permutation each epoch"
 
 
-def make_trainer(spec: dict, data: Any, device: str, seed: int) -> TorchTrainer:
-    """Build the spec's model and optimizer on `device` ('cpu' or 'gpu') with the given seed."""
+def make_trainer(spec: dict, data: Any, device: str, seed: int) -> Union[TorchTrainer, DetectionTrainer]:
+    """Build the spec's model and optimizer on `device` ('cpu' or 'gpu') with the given seed; a detector workload
+    gets detection.py's DetectionTrainer."""
+    if is_detector(spec):
+        _set_threads()
+        return detection.make_trainer(spec, data, trainer.resolve_device(device), seed, versions, threads)
     return TorchTrainer(spec, data, device, seed)

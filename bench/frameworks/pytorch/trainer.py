@@ -14,7 +14,7 @@ permutation), no_grad() (torch.inference_mode where it exists), and the info() s
 """
 
 import math
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 import torch
@@ -51,6 +51,17 @@ def resolve_device(device: str, index: int = 0) -> torch.device:
             )
         return torch.device("cuda", index)
     raise ValueError(f"unknown device {device!r}; expected 'cpu' or 'gpu'")
+
+
+def make_optimizer(params: List[nn.Parameter], opt: dict) -> torch.optim.Optimizer:
+    """The torch optimizer of common.optimizer_settings `opt` over `params`, without weight decay: every PyTorch
+    trainer applies it decoupled before each update (TorchTrainer._decay, common.WEIGHT_DECAY_RULE)."""
+    # weight_decay=0 here: it is applied decoupled, as Keras 3 does (common.WEIGHT_DECAY_RULE).
+    if opt["name"] == "sgd":
+        return torch.optim.SGD(params, lr=opt["lr"], momentum=opt["momentum"])
+    if opt["name"] == "adadelta":  # the same update as Keras 2's Adadelta, given its rho and epsilon
+        return torch.optim.Adadelta(params, lr=opt["lr"], rho=opt["rho"], eps=opt["epsilon"])
+    return torch.optim.Adam(params, lr=opt["lr"], betas=(opt["beta1"], opt["beta2"]), eps=opt["epsilon"])
 
 
 class TorchTrainer:
@@ -114,12 +125,7 @@ class TorchTrainer:
 
     # -- setup ---------------------------------------------------------------------------------
     def _make_optimizer(self, opt: dict) -> torch.optim.Optimizer:
-        # weight_decay=0 here: it is applied decoupled in _decay(), as Keras 3 does (common.WEIGHT_DECAY_RULE).
-        if opt["name"] == "sgd":
-            return torch.optim.SGD(self.params, lr=opt["lr"], momentum=opt["momentum"])
-        if opt["name"] == "adadelta":  # the same update as Keras 2's Adadelta, given its rho and epsilon
-            return torch.optim.Adadelta(self.params, lr=opt["lr"], rho=opt["rho"], eps=opt["epsilon"])
-        return torch.optim.Adam(self.params, lr=opt["lr"], betas=(opt["beta1"], opt["beta2"]), eps=opt["epsilon"])
+        return make_optimizer(self.params, opt)
 
     def _ids(self, values: np.ndarray) -> torch.Tensor:
         """Token ids on the device in the era's dtype (ID_DTYPE)."""

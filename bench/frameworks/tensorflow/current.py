@@ -29,6 +29,8 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from bench import modelplan, switches  # noqa: E402
+from bench.detection.detector import is_detector  # noqa: E402
+from bench.detection.trainer import DetectionTrainer
 from bench.frameworks import NonFiniteLoss, common  # noqa: E402
 from bench.frameworks.keras.current_optimizers import make_optimizer  # noqa: E402
 from bench.frameworks.tensorflow import CAPABILITIES  # noqa: E402
@@ -377,6 +379,12 @@ class TFTrainer:
         return name + " (output activation folded into the loss), batch mean"
 
 
-def make_trainer(spec: dict, data: Any, device: str, seed: int) -> TFTrainer:
-    """Build the spec's model and optimizer for `device` ('cpu' or 'gpu') with the given seed."""
+def make_trainer(spec: dict, data: Any, device: str, seed: int) -> TFTrainer | DetectionTrainer:
+    """Build the spec's model and optimizer for `device` ('cpu' or 'gpu') with the given seed: a TFTrainer, or
+    for a detector (Faster R-CNN) current_detection.py's network in bench/detection's DetectionTrainer."""
+    if is_detector(spec):
+        # Imported here: current_detection imports this module's helpers.
+        from bench.frameworks.tensorflow import current_detection
+
+        return current_detection.make_trainer(spec, data, device, seed)
     return TFTrainer(spec, data, device, seed)

@@ -140,6 +140,12 @@ def build_model(model: modelplan.ModelPlan, device: str) -> SpecNet | EncoderDec
     return EncoderDecoderNet(encoder, _build_stack(model.layers, device, "layer"))
 
 
+def build_layers(spec_layers: list[modelplan.Layer], device: str, what: str) -> SpecNet:
+    """One planned layer list as a model of its own (a detector's trunk or head, current_detection.py): the same
+    layers build_model makes, shapes inferred when first called, so an image stack takes any H and W."""
+    return SpecNet(_build_stack(spec_layers, device, what))
+
+
 def _build_stack(spec_layers: list[modelplan.Layer], device: str, what: str, state_out: bool = False) -> _Stack:
     """The layers of one list; state_out: its last layer (an LSTM) also returns its final state."""
     layers = keras.layers

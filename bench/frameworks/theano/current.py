@@ -31,7 +31,9 @@ import numpy as np  # noqa: E402
 import theano  # noqa: E402,F401
 import theano.tensor as T  # noqa: E402,F401,N812
 
-from bench.frameworks.theano import runtime, trainer  # noqa: E402
+from bench.detection.detector import is_detector  # noqa: E402
+from bench.detection.trainer import DetectionTrainer  # noqa: E402
+from bench.frameworks.theano import detection, runtime, trainer  # noqa: E402
 from bench.frameworks.theano.graph import FLOATX, SpecNet  # noqa: E402,F401
 
 versions = runtime.versions  # the module contract's versions()
@@ -54,6 +56,9 @@ class CurrentTrainer(trainer.TheanoTrainer):
         return "Cython loop", ""
 
 
-def make_trainer(spec: dict, data: Any, device: str, seed: int) -> CurrentTrainer:
-    """Build the spec's model, compile its training and evaluation steps for `device` ('cpu')."""
+def make_trainer(spec: dict, data: Any, device: str, seed: int) -> CurrentTrainer | DetectionTrainer:
+    """Build the spec's model, compile its training and evaluation steps for `device` ('cpu'); a detector
+    (bench/detection) is detection.py's network in bench.detection.trainer.DetectionTrainer."""
+    if is_detector(spec):
+        return detection.make_trainer(spec, data, device, seed, FLAGS_SET_HERE)
     return CurrentTrainer(spec, data, device, seed)

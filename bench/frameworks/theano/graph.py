@@ -293,6 +293,45 @@ class SpecNet:
         return (x - mean.dimshuffle(*shape)) * scale.dimshuffle(*shape) + step["beta"].dimshuffle(*shape)
 
 
+class LayerStack(SpecNet):
+    """One planned layer list built and run by SpecNet's builders, without a whole model around it (no output
+    check, no encoder): a detector's trunk, RPN, head or outputs (bench/frameworks/theano/detection.py).
+
+    `rng` is the caller's initialization stream, shared by its stacks. With free_size the convs are built
+    without the plan's H and W (Theano's conv2d would otherwise take the shape hint's H and W as the real ones
+    in its shape inference), so the stack takes any image size for which the plan's pads hold (a detector's
+    trunk: every multiple of its size divisor).
+    """
+
+    def __init__(self, layers: List[modelplan.Layer], rng: np.random.RandomState, prefix: str,
+                 free_size: bool = False) -> None:
+        self.srng = MRG_RandomStreams(int(rng.randint(1, 2**31 - 2)))  # dropout's masks, as SpecNet's
+        self.params = []  # type: List[Any]
+        self.state_updates = []  # type: List[Tuple[Any, Any]]
+        self.uses_lengths = False
+        self.encoder_steps = None
+        self.steps = self._build(layers, rng, prefix)
+        if free_size:
+            _free_size(self.steps)
+
+    def apply(self, x: T.TensorVariable, deterministic: bool) -> T.TensorVariable:
+        """The stack's symbolic output on x (N, C, H, W); a training graph (deterministic False) makes
+        state_updates this graph's batchnorm updates."""
+        if not deterministic:
+            self.state_updates = []
+        return self._run(self.steps, x, None, deterministic)[0]
+
+
+def _free_size(steps: List[Dict[str, Any]]) -> None:
+    """Drop H and W from every conv's shape hint, inside residual blocks and concat branches too."""
+    for step in steps:
+        if step["type"] == "conv2d":
+            step["input_shape"] = step["input_shape"][:2] + (None, None)
+        for sub in [step.get("branch"), step.get("shortcut")] + list(step.get("branches") or []):
+            if sub:
+                _free_size(sub)
+
+
 def _lrn(x: T.TensorVariable, step: Dict[str, Any]) -> T.TensorVariable:
     """Local response normalization across the channels of x (N, C, H, W), in the plan's (TensorFlow's) terms:
     Theano has no such op. The squares get depth_radius zero channels on each side; the window's sum is the

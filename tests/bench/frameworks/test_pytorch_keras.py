@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 
 from bench import blas_backends, collectives, dataparallel, switches
+from bench.detection import detector, support
 from bench.frameworks import known_frameworks
 from campaign import plan, specs, study
 from tests import background
@@ -34,8 +35,9 @@ def test_helper_modules_are_not_frameworks():
 
 def test_every_dlbench_workload_is_trained_by_the_probes():
     # The probes train DLBench's workloads; other studies' workloads have their own slow tests
-    # (fcn-r-mnist: tests/studies/shi/test_study.py).
-    dlbench = {w for e in study.load_study("dlbench").experiments.values() for w in e.workloads}
+    # (fcn-r-mnist: tests/studies/shi/test_study.py), and the detector its own probe (tests/bench/detection/).
+    dlbench = {w for e in study.load_study("dlbench").experiments.values() for w in e.workloads
+               if not detector.is_detector(specs.load(w))}
     assert set(check.PROBED) == dlbench
 
 
@@ -58,7 +60,8 @@ def test_the_paper_era_plans_every_studys_runs_but_what_2018_cannot(framework):
                 resolved = study.apply_point(spec, point, experiment.measurement_for("smoke"))
                 why = plan.refusal(framework, "paper", resolved, point)
                 if (set(point) & set(PAPER_CANNOT) or point.get(dataparallel.AXIS, 1) > 1
-                        or collectives.is_collective(spec)):
+                        or collectives.is_collective(spec) or support.refusal(framework, "paper")
+                        and detector.is_detector(spec)):
                     assert why, (target, workload, point)
                     continue
                 assert why is None, (target, workload, point, why)
