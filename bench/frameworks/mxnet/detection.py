@@ -22,7 +22,6 @@ products; its ROIAlign's other rules were not checked here. Unverified here (no 
 machine): that its CachedOp with static_alloc takes a new input shape on each call as 1.9's does.
 """
 
-import os
 import re
 from typing import Callable, Dict, List, Tuple
 
@@ -35,7 +34,7 @@ from bench.detection.trainer import DetectionTrainer
 from bench.frameworks import common
 from bench.frameworks.mxnet import blocks
 from bench.frameworks.mxnet.library import autograd, gluon, mx, nd, nn, set_threads
-from bench.frameworks.mxnet.trainer import NAME, MXNetTrainer, default_threads
+from bench.frameworks.mxnet.trainer import MXNetTrainer
 
 NATIVE_ROI = "mxnet contrib.ROIAlign (aligned)"
 MATRIX_ROI = "RoIAlign as two matrix products (bench/detection/roialign.py): nd.dot, nd.batch_dot"
@@ -171,21 +170,9 @@ class DetectorNetwork(MXNetTrainer):
 
     def info(self) -> dict:
         """What was really used: device, threads, kernels, the RoI op, losses, optimizer, versions."""
-        if self.gpu:
-            from bench.gpu import probe, run_device_index
-
-            index = run_device_index()
-            device_name = ([d["name"] for d in probe().devices if d["index"] == index] or [str(self.ctx)])[0]
-        else:
-            device_name = common.cpu_name()
         conv = "cuDNN" if self.gpu else "CPU" + self._cpu_library("conv")
         return {
-            "framework": NAME,
-            "versions": self.versions(),
-            "device": str(self.ctx),
-            "device_name": device_name,
-            "threads": {"intra_op": self.threads or default_threads(),
-                        "inter_op": int(os.environ.get("MXNET_CPU_WORKER_NTHREADS", "1"))},
+            **self.device_info(),
             "roi_op": NATIVE_ROI if self.native_roi else MATRIX_ROI,
             "kernels": {
                 "conv2d": "gluon.nn.Conv2D NCHW (" + conv + ")",

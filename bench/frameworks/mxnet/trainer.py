@@ -358,8 +358,8 @@ class MXNetTrainer:
         """Wait for everything MXNet's asynchronous engine has queued (CPU and GPU alike)."""
         nd.waitall()
 
-    def info(self) -> dict:
-        """What was really used: device, threads, kernels, layout, optimizer semantics, versions."""
+    def device_info(self) -> dict:
+        """What every MXNet run's info() opens with: the framework, versions, device, its name and the threads."""
         if self.gpu:
             from bench.gpu import probe, run_device_index
 
@@ -368,7 +368,6 @@ class MXNetTrainer:
             device_name = names[0]
         else:
             device_name = common.cpu_name()
-        lengths = "" if self.LENGTHS_DTYPE == "int32" else f"; lengths {self.LENGTHS_DTYPE}"
         return {
             "framework": NAME,
             "versions": self.versions(),
@@ -376,6 +375,13 @@ class MXNetTrainer:
             "device_name": device_name,
             "threads": {"intra_op": self.threads or default_threads(),
                         "inter_op": int(os.environ.get("MXNET_CPU_WORKER_NTHREADS", "1"))},
+        }
+
+    def info(self) -> dict:
+        """What was really used: device, threads, kernels, layout, optimizer semantics, versions."""
+        lengths = "" if self.LENGTHS_DTYPE == "int32" else f"; lengths {self.LENGTHS_DTYPE}"
+        return {
+            **self.device_info(),
             "kernels": self._kernels(),
             "hybridize": f"static_alloc=True, static_shape={self.net.static_shape} (cached graph)",
             "initializer": "mx.init.Xavier() (Glorot uniform) weights, zero biases",

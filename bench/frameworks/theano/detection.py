@@ -48,7 +48,7 @@ from bench.detection.trainer import DetectionTrainer
 from bench.frameworks import common
 from bench.frameworks.theano import optimizers, runtime
 from bench.frameworks.theano.graph import FLOATX, LayerStack, floatx
-from bench.frameworks.theano.trainer import NAME, RECURSION_LIMIT
+from bench.frameworks.theano.trainer import RECURSION_LIMIT, device_info
 
 ROI_OP = "RoIAlign as two matrix products (bench/detection/roialign.py): T.tensordot then T.batched_dot"
 
@@ -233,11 +233,7 @@ class TheanoDetector:
     def info(self) -> dict:
         """What was really used: device, threads, the RoI op, the optimizer, compile and call seconds."""
         return {
-            "framework": NAME,
-            "versions": runtime.versions(),
-            "device": self.device,
-            "device_name": common.cpu_name(),
-            "threads": self.threads,
+            **device_info(self.device, self.threads),
             "roi_op": ROI_OP,
             "data_layout": "NCHW ('bc01'): each NHWC image dimshuffled inside the compiled graph",
             "training_step": ("two compiled calls, pixels -> RPN outputs (batch statistics, no update), then "

@@ -81,6 +81,12 @@ def images(x: np.ndarray) -> np.ndarray:
     return out
 
 
+def device_info(device: str, threads: dict) -> dict:
+    """What every Theano run's info() opens with: the framework, versions, device, its name and the threads."""
+    return {"framework": NAME, "versions": runtime.versions(), "device": device, "device_name": common.cpu_name(),
+            "threads": threads}
+
+
 class TheanoTrainer:
     """The Trainer protocol (bench.frameworks.Trainer) for Theano; an era module subclasses it with what its era
     does its own way (shuffler, scan_loop, flags_set_here)."""
@@ -336,11 +342,7 @@ class TheanoTrainer:
     def info(self) -> dict:
         """What was really used: device, threads, kernels (read from the compiled graph), layout, ..."""
         return {
-            "framework": NAME,
-            "versions": runtime.versions(),
-            "device": self.device,
-            "device_name": common.cpu_name(),
-            "threads": self.threads,
+            **device_info(self.device, self.threads),
             "kernels": self._kernels(),
             "data_layout": "NCHW ('bc01', converted once at setup)" if self.spec_model.input_shape else "ids (N, T)",
             "input_pipeline": (
