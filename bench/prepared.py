@@ -255,6 +255,18 @@ def _read_rows(fh, folder: Path, data: PreparedData, train_indices: Optional[Seq
 MAP_BYTES = 64 * 2 ** 20
 
 
+class _Counted:
+    """A file read through, counting the bytes read (where a file that cannot tell() its position is)."""
+
+    def __init__(self, fh) -> None:
+        self.fh, self.count = fh, 0
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.fh.read(size)
+        self.count += len(data)
+        return data
+
+
 def _mapped(npz, key: str, fh, rows: int) -> Optional[np.ndarray]:
     """A read-only memory map of member `key` of the open uncompressed npz (data/npz.py writes them stored) when it
     is a large 1-D array that is not one row per example (kept whole: only the rows a run touches are read);
@@ -263,10 +275,11 @@ def _mapped(npz, key: str, fh, rows: int) -> Optional[np.ndarray]:
     if info.compress_type != zipfile.ZIP_STORED or info.file_size < MAP_BYTES:
         return None
     with npz.zip.open(info) as member:
-        version = np.lib.format.read_magic(member)
+        counted = _Counted(member)  # CPython 3.6's zip members cannot tell() their position: count what is read
+        version = np.lib.format.read_magic(counted)
         header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
-        shape, fortran, dtype = header(member)
-        start = member.tell()  # the .npy header's length: the data follows it
+        shape, fortran, dtype = header(counted)
+        start = counted.count  # the .npy header's length: the data follows it
     if len(shape) != 1 or shape[0] == rows or dtype.hasobject:
         return None
     fh.seek(info.header_offset)
