@@ -21,7 +21,7 @@ CPython 3.6-clean, NumPy only.
 """
 
 from collections import namedtuple
-from typing import Dict, List
+from typing import Dict
 
 import numpy as np
 
@@ -145,8 +145,3 @@ def record(spec: dict) -> dict:
     roi, test = spec["model"]["roi"], spec["model"]["test"]
     return {"weights": WEIGHTS, "roi_align": {key: roi[key] for key in ("output", "sampling_ratio", "aligned")},
             "ap": test["ap"], "image": dict(spec["model"]["image"])}
-
-
-def layer_lists(detector: DetectorPlan) -> List[List[modelplan.Layer]]:
-    """The trunk's and the head's planned layers (what a parameter count walks)."""
-    return [detector.trunk, detector.head]

@@ -58,7 +58,7 @@ def rpn_batch(detector: DetectorPlan, example: Example, anchors: np.ndarray, rng
                                          rpn["allowed_border"], weights)
     sampled = (labels != targets.RPN_IGNORE).astype(np.float32)
     positive = (labels == targets.RPN_POSITIVE).astype(np.float32)
-    return RpnBatch((labels == targets.RPN_POSITIVE).astype(np.float32), sampled, deltas.astype(np.float32),
+    return RpnBatch(positive, sampled, deltas.astype(np.float32),
                     np.repeat(positive[:, None], 4, axis=1), float(max(sampled.sum(), 1.0)))
 
 

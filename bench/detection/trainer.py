@@ -39,7 +39,6 @@ class DetectionTrainer:
         self.class_names = list(data.meta.get("class_names") or [])
         self.seed = int(seed)
         self.epoch = 0
-        self.last_result = None  # type: Optional[dict]
 
     def param_count(self) -> int:
         """The network's trainable parameters."""
@@ -81,8 +80,7 @@ class DetectionTrainer:
 
             logits, deltas = self.network.detect(example.pixels, rois_for)
             evaluation.add(example, step.detections(self.detector, example, kept["batch"].rois, logits, deltas))
-        self.last_result = evaluation.result()
-        return float(self.last_result["map"] or 0.0)
+        return float(evaluation.result()["map"] or 0.0)
 
     def synchronize(self) -> None:
         """The network's."""
