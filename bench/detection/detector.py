@@ -136,8 +136,9 @@ def losses(detector: DetectorPlan, objectness, rpn_deltas, rpn, class_logits, bo
 
 
 # How every detector run starts: no pretrained weights are reachable here (a departure: Faster R-CNN's ResNets start
-# from ImageNet weights), so each framework's default initialization under the run's seed.
-WEIGHTS = "from scratch (each framework's default initialization): no ImageNet weights"
+# from ImageNet weights), so from the kit's seeded draw, the same numbers in every framework (weights.initial).
+WEIGHTS = ("from scratch: the same seeded initial weights in every framework (bench/detection/weights.py); "
+           "no ImageNet weights")
 
 
 def record(spec: dict) -> dict:

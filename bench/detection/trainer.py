@@ -1,14 +1,19 @@
 """The Trainer (bench/frameworks Trainer) of every framework's detector: the loop over images, written once.
 
 A framework module builds a Network (its own layers and ops, bench/detection/detector.py's drawing) and wraps
-it in DetectionTrainer, which owns the order, the flips, the sampling and the evaluation. A Network has:
+it in DetectionTrainer, which sets its initial weights (bench/detection/weights.py: the same numbers in every
+framework) and owns the order, the flips, the sampling and the evaluation. A Network has:
 
-    train_step(pixels, rpn, rois_for) -> float
+    set_weights(weights)
+        Take a dict of weights in bench/detection/weights.py's neutral layout (every name of weights.layout, the
+        batchnorms' moving statistics included), converted to the framework's own layout.
+    train_step(pixels, rpn, rois_for) -> {loss name: float}
         One image (pixels (1, Hp, Wp, 3) float32, NHWC; transpose for an NCHW framework) in training mode:
         forward the trunk and the RPN, call rois_for(objectness (A,), deltas (A, 4)) with the RPN's outputs
         as NumPy arrays in (y, x, anchor) order, which returns a step.RoiBatch; RoIAlign the trunk's output with
         its rows and cols, forward the head; the four losses of detector.losses against `rpn` (a step.RpnBatch)
-        and the RoiBatch, summed; backward (the RoIs are constants) and one optimizer update. Returns the loss.
+        and the RoiBatch, summed; backward (the RoIs are constants) and one optimizer update. Returns the four
+        losses (detector.LOSS_NAMES) as computed before the update.
     detect(pixels, rois_for) -> (class_logits (R, num_classes), box_deltas (R, 4 * num_classes))
         The same forward pass in inference mode (no gradient, batchnorm's moving statistics), as NumPy arrays.
     param_count(), synchronize(), info(): as a Trainer's.
@@ -22,8 +27,8 @@ from typing import Optional, Tuple
 
 import numpy as np
 
-from bench.detection import step
-from bench.detection.detector import DetectorPlan
+from bench.detection import step, weights
+from bench.detection.detector import LOSS_NAMES, DetectorPlan
 from bench.detection.images import Split
 from bench.frameworks import NonFiniteLoss
 
@@ -39,6 +44,7 @@ class DetectionTrainer:
         self.class_names = list(data.meta.get("class_names") or [])
         self.seed = int(seed)
         self.epoch = 0
+        network.set_weights(weights.initial(detector, self.seed))
 
     def param_count(self) -> int:
         """The network's trainable parameters."""
@@ -60,7 +66,8 @@ class DetectionTrainer:
             def rois_for(objectness, deltas, example=example, anchors=anchors, rng=rng):
                 return step.roi_batch(self.detector, example, anchors, objectness, deltas, rng)
 
-            loss = float(self.network.train_step(example.pixels, rpn, rois_for))
+            parts = self.network.train_step(example.pixels, rpn, rois_for)
+            loss = sum(float(parts[name]) for name in LOSS_NAMES)
             if not np.isfinite(loss):
                 raise NonFiniteLoss(f"loss is {loss} at image {example.image_id} of epoch {self.epoch}")
             total += loss

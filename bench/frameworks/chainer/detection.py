@@ -18,13 +18,26 @@ for the anchors not sampled) summed / rpn.count; smooth L1 as functions.huber_lo
 Optimizer: trainer.make_optimizer (Adam with the decoupled weight-decay hook, as every Chainer run); device,
 OpenBLAS threads, device name and versions: the era adapter's hooks (current.py, paper.py).
 
+Weights (set_weights): bench/detection/weights.py's layout is Chainer's own (Convolution2D's W (out, in, kh, kw),
+a cross-correlation as Chainer's convolution_2d computes it, unflipped; Linear's W (out, in)), so every array is
+copied as it is. The weighted links are found by walking the built structure (each SpecChain's steps in plan
+order, a residual block's branch before its shortcut, a concat's branches in order), never by Link.params() or
+children(), whose order is not the plan's: a Chain keeps its children's names in a set, which 4.5.0 iterates in
+the set's (hash-seeded) order and Chainer 5.0.0b4 onwards (chainer PR 5119) sorted by name; neither is
+registration order. A batchnorm takes gamma, beta and its avg_mean / avg_var (avg_var is the variance itself:
+Chainer normalizes by sqrt(avg_var + eps) in inference, as the neutral layout means).
+
 Chainer 4.5.0 API relied on (checked against its source): functions.matmul on 2-D and on same-batch 3-D arrays
 (transb), huber_loss and sigmoid_cross_entropy with reduce='no' (ignore label -1), softmax_cross_entropy,
 reshape, transpose, relu, sum; chainer.no_backprop_mode, using_config; links.Convolution2D(pad), links.Linear.
+For set_weights (checked against Chainer 7's source only; all older than 4.5.0 by their changelogs):
+Variable.array (3.0), BatchNormalization's gamma, beta, avg_mean and avg_var arrays when given a size,
+Convolution2D's b None under nobias, ChainList iterated in order; and layers.py's own attributes (SpecChain.steps,
+the wrapped conv, a residual block's branch and shortcut).
 Not run here: the paper era is exercised only in its image. CPython 3.6-clean.
 """
 
-from typing import Any, Callable, Dict, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Tuple
 
 import chainer
 import chainer.functions as F  # noqa: N812 (Chainer's own convention)
@@ -33,10 +46,11 @@ import numpy as np
 from chainer.backends import cuda
 
 from bench.detection import detector as det
+from bench.detection import weights as neutral
 from bench.detection.step import RoiBatch, RpnBatch
 from bench.detection.trainer import DetectionTrainer
 from bench.frameworks import common
-from bench.frameworks.chainer import trainer
+from bench.frameworks.chainer import layers, trainer
 from bench.frameworks.chainer.layers import build_layers
 
 ROI_OP = "RoIAlign as two matrix products (bench/detection/roialign.py): functions.matmul, 2-D then batched"
@@ -57,6 +71,43 @@ def roi_align(features: Any, rows: Any, cols: Any) -> Any:
                      (count, height, channels * out))
     pooled = F.matmul(rows, half)  # (R, out, H) x (R, H, C * out) -> (R, out, C * out)
     return F.transpose(F.reshape(pooled, (count, out, channels, out)), (0, 2, 1, 3))
+
+
+def weighted_links(chain: layers.SpecChain) -> Iterator[chainer.Link]:
+    """The links of a built layer list that hold weights, in the plan's order (bench/detection/weights.owners'):
+    the SpecChain's steps in turn, a residual block's branch then its shortcut, a concat's branches in order.
+
+    Walked by structure because Link.params() and children() follow a Chain's set of child names (4.5.0: the
+    set's order; 7: sorted by name); a link holding parameters that this walk does not know is refused rather
+    than skipped.
+    """
+    for _, step in chain.steps:
+        if isinstance(step, (L.Convolution2D, L.BatchNormalization, L.Linear)):
+            yield step
+        elif isinstance(step, layers._Conv2D):  # the builder's wrapper: its conv holds W
+            yield step.conv
+        elif isinstance(step, layers._Residual):
+            for inner in (step.branch, step.shortcut):
+                for link in weighted_links(inner):
+                    yield link
+        elif isinstance(step, layers._Concat):
+            for branch in step:
+                for link in weighted_links(branch):
+                    yield link
+        elif isinstance(step, chainer.Link) and any(True for _ in step.params()):
+            raise TypeError(f"a {type(step).__name__} in the detector holds weights that set_weights does not "
+                            "know where to put")
+
+
+def _targets(link: chainer.Link) -> List[Tuple[str, Any]]:
+    """A weighted link's arrays in weights.py's order of parts, as (Chainer's name, the array to write into)."""
+    if isinstance(link, L.BatchNormalization):
+        return [("gamma", link.gamma.array), ("beta", link.beta.array), ("avg_mean", link.avg_mean),
+                ("avg_var", link.avg_var)]
+    targets = [("W", link.W.array)]
+    if link.b is not None:
+        targets.append(("b", link.b.array))
+    return targets
 
 
 def smooth_l1(x: Any, t: Any, beta: float) -> Any:
@@ -131,8 +182,37 @@ class Network:
         logits, boxes = self.model.classify(features, self._send(rois.rows), self._send(rois.cols))
         return objectness, deltas, rois, logits, boxes
 
-    def _loss(self, objectness: Any, deltas: Any, rpn: RpnBatch, logits: Any, boxes: Any, rois: RoiBatch) -> Any:
-        """The sum of detector.losses' four losses, in Chainer's functions."""
+    def set_weights(self, weights: Dict[str, np.ndarray]) -> None:
+        """Take weights in bench/detection/weights.py's layout (module docstring: Chainer's own, copied as they
+        are): the trunk's and the head's weighted links in plan order beside weights.owners, then rpn_conv,
+        rpn_logits, rpn_deltas, classes, boxes. Every count and shape is checked before a value is written."""
+        neutral.check(self.detector, weights)
+        owners = neutral.owners(self.detector)
+        model = self.model
+        links = list(weighted_links(model.trunk)) + list(weighted_links(model.head))
+        links += [model.rpn_conv, model.rpn_class, model.rpn_box, model.class_out, model.box_out]
+        if len(links) != len(owners):
+            raise ValueError(f"the network has {len(links)} weighted links, the plan {len(owners)}")
+        writes = []
+        for link, (owner, names) in zip(links, owners):
+            targets = _targets(link)
+            kinds = [name.rsplit(".", 1)[1] for name in names]
+            batchnorm = isinstance(link, L.BatchNormalization)
+            if batchnorm != (kinds == list(neutral.BATCHNORM)) or len(targets) != len(names):
+                held = [part for part, _ in targets]
+                raise ValueError(f"{owner}: the network's {type(link).__name__} holds {held}, the plan {kinds}")
+            for (part, target), name in zip(targets, names):
+                want = tuple(weights[name].shape)
+                have = None if target is None else tuple(target.shape)
+                if have != want:  # an in-place write would broadcast a wrong shape
+                    raise ValueError(f"{name}: the network's {part} is {have}, the plan's {want}")
+                writes.append((target, name))
+        for target, name in writes:  # every shape checked first: no partial write of a refused dict
+            target[...] = self._send(np.asarray(weights[name], dtype=target.dtype))
+
+    def _loss(self, objectness: Any, deltas: Any, rpn: RpnBatch, logits: Any, boxes: Any,
+              rois: RoiBatch) -> Dict[str, Any]:
+        """detector.losses' four losses (detector.LOSS_NAMES, scalar Variables), in Chainer's functions."""
         beta_rpn = self.detector.settings["rpn"]["box_beta"]
         beta_roi = self.detector.settings["roi"]["box_beta"]
         labels = np.where(rpn.sampled > 0, rpn.labels, -1).astype(np.int32)  # -1: ignored (not sampled)
@@ -142,18 +222,22 @@ class Network:
         head_class = F.softmax_cross_entropy(logits, self._send(rois.labels.astype(np.int32)))
         head_box = F.sum(smooth_l1(boxes, self._send(rois.box_targets), beta_roi)
                          * self._send(rois.box_mask)) / len(rois.labels)
-        return rpn_class + rpn_box + head_class + head_box
+        return {"rpn_class": rpn_class, "rpn_box": rpn_box, "head_class": head_class, "head_box": head_box}
 
     def train_step(self, pixels: np.ndarray, rpn: RpnBatch,
-                   rois_for: Callable[[np.ndarray, np.ndarray], RoiBatch]) -> float:
-        """One image in training mode (batchnorm's batch statistics): the summed loss, backward, one update."""
+                   rois_for: Callable[[np.ndarray, np.ndarray], RoiBatch]) -> Dict[str, float]:
+        """One image in training mode (batchnorm's batch statistics): the summed loss, backward, one update;
+        the four losses (detector.LOSS_NAMES) as computed before the update."""
         with chainer.using_config("train", True), chainer.using_config("type_check", False):
             objectness, deltas, rois, logits, boxes = self._forward(pixels, rois_for)
-            loss = self._loss(objectness, deltas, rpn, logits, boxes, rois)
+            parts = self._loss(objectness, deltas, rpn, logits, boxes, rois)
+            loss = parts["rpn_class"] + parts["rpn_box"] + parts["head_class"] + parts["head_box"]
             self.model.cleargrads()
             loss.backward()
+            # Read before the update: the Variables' arrays are the forward's results, which update() leaves.
+            values = {name: float(cuda.to_cpu(value.array)) for name, value in parts.items()}
             self.optimizer.update()
-        return float(loss.array)
+        return values
 
     def detect(self, pixels: np.ndarray,
                rois_for: Callable[[np.ndarray, np.ndarray], RoiBatch]) -> Tuple[np.ndarray, np.ndarray]:

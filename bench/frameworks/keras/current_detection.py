@@ -7,7 +7,12 @@ Keras models for the layers, keras.ops for the rest:
   outputs are keras layers in functional models of their own;
 - RoIAlign is the two-matrix product of bench/detection/roialign.py with keras.ops.matmul (Keras has no RoI
   op; the product is exact, and differentiable in the features);
-- the four losses of detector.losses are keras.ops.
+- the four losses of detector.losses are keras.ops;
+- set_weights takes bench/detection/weights.py's neutral layout: conv kernels (out, in, kh, kw) transposed to
+  Keras' HWIO (kh, kw, in, out) (Keras' Conv2D is TensorFlow's cross-correlation: no flip), dense kernels
+  (out, in) to (in, out), batchnorms as [gamma, beta, moving_mean, moving_variance] (the variance itself; the
+  plan's epsilon is the layer's). The RPN's 4A delta channels need no permutation: the neutral channel 4a + k
+  is (anchor a, coordinate k), which is what the channels_last reshape to (-1, 4) in _rpn reads.
 
 Keras' model.fit cannot stop on the host in the middle of a step (the proposals and the sampled RoIs are
 NumPy, bench/detection/step.py), so the step is the custom training loop Keras 3 documents for its TensorFlow
@@ -32,6 +37,7 @@ import numpy as np
 import tensorflow as tf
 
 from bench.detection import detector as det
+from bench.detection import weights as neutral
 from bench.detection.step import RoiBatch, RpnBatch
 from bench.detection.trainer import DetectionTrainer
 from bench.frameworks import common
@@ -40,6 +46,61 @@ from bench.frameworks.keras.current_optimizers import make_optimizer
 
 ops = keras.ops
 ROI_OP = "RoIAlign as two matrix products (bench/detection/roialign.py) with keras.ops.matmul"
+# The Keras layer class each weighted plan layer type builds (keras/current.py's _layer).
+WEIGHTED = {"conv2d": keras.layers.Conv2D, "batchnorm": keras.layers.BatchNormalization,
+            "dense": keras.layers.Dense}
+
+
+def planned_layers(model: keras.Model, layers: list) -> list:
+    """The Keras layers that `model` (keras/current.py's build_functional of the planned `layers`) built for
+    each planned layer, in the plan's order: a residual's branch, then its shortcut; a concat's branches in order
+    (bench/detection/weights.py's order).
+
+    model.layers is not that order (Keras sorts a functional model's layers by their depth in the graph, which
+    interleaves a block's shortcut with its branch), so the graph is walked backwards from the output along each
+    layer's inputs, beside the plan: a residual is Activation(Add([branch, shortcut])), a concat
+    Concatenate(branches), any other planned layer one Keras layer. Raises where the graph and the plan differ.
+    """
+    producers = {id(layer.output): layer for layer in model.layers}
+
+    def walk(planned: list, tensor: Any) -> tuple:
+        ordered: list = []
+        for layer in reversed(planned):
+            op = producers[id(tensor)]
+            if layer.type in ("residual", "concat"):
+                merge = producers[id(op.input)] if layer.type == "residual" else op
+                expected = keras.layers.Add if layer.type == "residual" else keras.layers.Concatenate
+                if not isinstance(merge, expected):
+                    raise ValueError(f"planned {layer.type} {layer.index}: the graph has a {type(merge).__name__}")
+                parts = [layer.branch, layer.shortcut or []] if layer.type == "residual" else list(layer.branches)
+                if len(merge.input) != len(parts):
+                    raise ValueError(f"planned {layer.type} {layer.index}: {len(merge.input)} inputs in the graph, "
+                                     f"{len(parts)} in the plan")
+                walked = [walk(part, t) for part, t in zip(parts, merge.input)]
+                if any(start is not walked[0][1] for _, start in walked):
+                    raise ValueError(f"planned {layer.type} {layer.index}: its paths start from different tensors")
+                ordered = [keras_layer for inner, _ in walked for keras_layer in inner] + ordered
+                tensor = walked[0][1]
+            else:
+                if layer.type in WEIGHTED and not isinstance(op, WEIGHTED[layer.type]):
+                    raise ValueError(f"planned {layer.type} {layer.index}: the graph has a {type(op).__name__}")
+                ordered.insert(0, op)
+                tensor = op.input
+        return ordered, tensor
+
+    ordered, start = walk(layers, model.outputs[0])
+    if start is not model.inputs[0]:
+        raise ValueError(f"{model.name}: walking the plan back from the output does not reach the input")
+    return ordered
+
+
+def neutral_to_keras(name: str, value: np.ndarray) -> np.ndarray:
+    """One neutral weight (bench/detection/weights.py) in Keras' layout: conv kernels (out, in, kh, kw) to HWIO,
+    dense kernels (out, in) to (in, out), vectors as they are."""
+    value = np.asarray(value, np.float32)
+    if name.endswith(".kernel"):
+        return np.transpose(value, (2, 3, 1, 0) if value.ndim == 4 else (1, 0))
+    return value
 
 
 def roi_align(features: Any, rows: Any, cols: Any) -> Any:
@@ -72,16 +133,24 @@ class KerasDetector:
         self.opt_settings = opt_settings
         channels, anchors = detector.trunk_channels, detector.num_anchors
         self.trunk = current.build_functional(detector.trunk, (None, None, 3), "trunk")
+        # The RPN's and the outputs' layers, kept by name for set_weights (weights.py's rpn_conv ... boxes).
+        self.rpn_conv = keras.layers.Conv2D(detector.settings["rpn"]["channels"], 3, padding="same",
+                                            activation="relu")
+        self.rpn_logits, self.rpn_deltas = keras.layers.Conv2D(anchors, 1), keras.layers.Conv2D(4 * anchors, 1)
         c4 = keras.Input(shape=(None, None, channels), dtype="float32")
-        hidden = keras.layers.Conv2D(detector.settings["rpn"]["channels"], 3, padding="same", activation="relu")(c4)
-        objectness, deltas = keras.layers.Conv2D(anchors, 1)(hidden), keras.layers.Conv2D(4 * anchors, 1)(hidden)
-        self.rpn = keras.Model(c4, [objectness, deltas], name="rpn")
+        hidden = self.rpn_conv(c4)
+        self.rpn = keras.Model(c4, [self.rpn_logits(hidden), self.rpn_deltas(hidden)], name="rpn")
         out = detector.settings["roi"]["output"]
         self.head = current.build_functional(detector.head, (out, out, channels), "head")
+        self.classes = keras.layers.Dense(detector.num_classes)
+        self.boxes = keras.layers.Dense(4 * detector.num_classes)
         pooled = keras.Input(shape=(detector.features,), dtype="float32")
-        self.outputs = keras.Model(pooled, [keras.layers.Dense(detector.num_classes)(pooled),
-                                            keras.layers.Dense(4 * detector.num_classes)(pooled)], name="outputs")
+        self.outputs = keras.Model(pooled, [self.classes(pooled), self.boxes(pooled)], name="outputs")
         self.models = (self.trunk, self.rpn, self.head, self.outputs)
+        # Every weighted layer in bench/detection/weights.owners' order.
+        self.weighted = [layer for model, planned in ((self.trunk, detector.trunk), (self.head, detector.head))
+                         for layer in planned_layers(model, planned) if isinstance(layer, tuple(WEIGHTED.values()))]
+        self.weighted += [self.rpn_conv, self.rpn_logits, self.rpn_deltas, self.classes, self.boxes]
         self.optimizer = make_optimizer(keras.optimizers, opt_settings)
 
     def _rpn(self, pixels: np.ndarray, training: bool) -> tuple:
@@ -96,27 +165,52 @@ class KerasDetector:
         pooled = self.head(roi_align(features, batch.rows, batch.cols), training=training)
         return self.outputs(pooled, training=training)
 
-    def _loss(self, objectness: Any, rpn_deltas: Any, rpn: RpnBatch, logits: Any, box_deltas: Any,
-              roi: RoiBatch) -> Any:
-        """The sum of detector.losses' four losses in keras.ops."""
+    def _losses(self, objectness: Any, rpn_deltas: Any, rpn: RpnBatch, logits: Any, box_deltas: Any,
+                roi: RoiBatch) -> dict[str, Any]:
+        """detector.losses' four losses (scalar tensors) in keras.ops."""
         settings = self.detector.settings
         rpn_class = ops.sum(ops.binary_crossentropy(rpn.labels, objectness, from_logits=True) * rpn.sampled)
         rpn_box = ops.sum(smooth_l1(rpn_deltas - rpn.box_targets, settings["rpn"]["box_beta"]) * rpn.box_mask)
         head_class = ops.mean(ops.sparse_categorical_crossentropy(roi.labels, logits, from_logits=True))
         head_box = ops.sum(smooth_l1(box_deltas - roi.box_targets, settings["roi"]["box_beta"]) * roi.box_mask)
-        return (rpn_class + rpn_box) / rpn.count + head_class + head_box / len(roi.rois)
+        return {"rpn_class": rpn_class / rpn.count, "rpn_box": rpn_box / rpn.count, "head_class": head_class,
+                "head_box": head_box / len(roi.rois)}
 
-    def train_step(self, pixels: np.ndarray, rpn: RpnBatch, rois_for: Callable[[Any, Any], RoiBatch]) -> float:
-        """One image in training mode: forward, the RoIs from the host, the losses, one Adam update."""
+    def set_weights(self, weights: dict[str, np.ndarray]) -> None:
+        """Take weights in bench/detection/weights.py's neutral layout (module docstring for the conversions):
+        every weighted layer beside weights.owners, in the plan's order, the batchnorms' moving statistics
+        included; raises on any count or shape difference (assign is never left to broadcast)."""
+        neutral.check(self.detector, weights)
+        owners = neutral.owners(self.detector)
+        if len(self.weighted) != len(owners):
+            raise ValueError(f"the network has {len(self.weighted)} weighted layers, the plan {len(owners)}")
+        for layer, (owner, names) in zip(self.weighted, owners):
+            # Conv2D/Dense: [kernel, bias?]; BatchNormalization: [gamma, beta, moving_mean, moving_variance].
+            targets = layer.weights
+            if len(targets) != len(names):
+                raise ValueError(f"{owner}: the network's {type(layer).__name__} {layer.name} has {len(targets)} "
+                                 f"weights, the plan {len(names)}")
+            for target, name in zip(targets, names):
+                value = neutral_to_keras(name, weights[name])
+                if tuple(target.shape) != value.shape:
+                    raise ValueError(f"{name}: the network's {target.path} is {tuple(target.shape)}, the plan's "
+                                     f"{value.shape} in Keras' layout")
+                target.assign(value)
+
+    def train_step(self, pixels: np.ndarray, rpn: RpnBatch,
+                   rois_for: Callable[[Any, Any], RoiBatch]) -> dict[str, float]:
+        """One image in training mode: forward, the RoIs from the host, the losses, one Adam update; the four
+        losses (detector.LOSS_NAMES) as computed before the update."""
         variables = self.trainable_weights()
         with tf.GradientTape() as tape:
             features, objectness, deltas = self._rpn(pixels, True)
             # The host stop: the RoIs come from NumPy and are constants to the gradient.
             batch = rois_for(ops.convert_to_numpy(objectness), ops.convert_to_numpy(deltas))
             logits, box_deltas = self._head(features, batch, True)
-            loss = self._loss(objectness, deltas, rpn, logits, box_deltas, batch)
+            parts = self._losses(objectness, deltas, rpn, logits, box_deltas, batch)
+            loss = parts["rpn_class"] + parts["rpn_box"] + parts["head_class"] + parts["head_box"]
         self.optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
-        return float(ops.convert_to_numpy(loss))
+        return {name: float(ops.convert_to_numpy(value)) for name, value in parts.items()}
 
     def detect(self, pixels: np.ndarray, rois_for: Callable[[Any, Any], RoiBatch]) -> tuple:
         """The forward pass in inference mode: (class logits, box deltas) as NumPy arrays."""

@@ -12,12 +12,19 @@ bench.detection.trainer.DetectionTrainer drives, for today's MXNet and MXNet 1.3
 - Training step: the Gluon idiom, autograd.record around the whole forward pass, loss.backward(), the decoupled
   weight decay and gluon.Trainer.step. The host stop (asnumpy of the RPN's outputs, for the proposals) happens
   inside the record scope: the RoIs are constants to the gradient (approximate joint training).
-- Device, threads, seed, initializer, optimizer and weight decay: MXNetTrainer's (trainer.py), inherited.
+- Weights: set_weights takes bench/detection/weights.py's neutral layout, whose kernels are already MXNet's
+  (Convolution is a cross-correlation with (out, in, kh, kw) kernels, Dense's weight is (out, in)), by
+  Parameter.set_data on the network's context; DetectionTrainer sets weights.initial before training, so the
+  Xavier draw of `initialize` (which allocates the parameters) is overwritten.
+- Device, threads, seed, optimizer and weight decay: MXNetTrainer's (trainer.py), inherited.
 
 The paper era (MXNet 1.3.0) relies on APIs the kit's MXNet classifier already uses there (gluon.HybridBlock,
 nn.Conv2D/Dense/BatchNorm, hybridize(static_alloc=...), autograd.record, gluon.Trainer, the Gluon losses) and on
 nd.dot, nd.batch_dot(transpose_b=True), nd.smooth_l1(scalar=...), nd.transpose and nd.reshape, all MXNet 1.x
-operators. MXNet 1.3.0's contrib.ROIAlign has no `aligned` (a later addition), so that era takes the matrix
+operators; set_weights on Parameter.set_data and .shape, the blocks' gamma/beta/running_mean/running_var and
+weight/bias attributes (bias None without use_bias), and Block._children, the OrderedDict of a block's children
+in registration order that Gluon keeps throughout 1.x (private, but Block.apply, the public walk, is not known
+to be in 1.3.0). MXNet 1.3.0's contrib.ROIAlign has no `aligned` (a later addition), so that era takes the matrix
 products; its ROIAlign's other rules were not checked here. Unverified here (no 1.3.0 environment on this
 machine): that its CachedOp with static_alloc takes a new input shape on each call as 1.9's does.
 """
@@ -28,6 +35,7 @@ from typing import Callable, Dict, List, Tuple
 import numpy as np
 
 from bench.detection import detector as det
+from bench.detection import weights as neutral
 from bench.detection.detector import DetectorPlan
 from bench.detection.step import RoiBatch, RpnBatch
 from bench.detection.trainer import DetectionTrainer
@@ -38,6 +46,29 @@ from bench.frameworks.mxnet.trainer import MXNetTrainer
 
 NATIVE_ROI = "mxnet contrib.ROIAlign (aligned)"
 MATRIX_ROI = "RoIAlign as two matrix products (bench/detection/roialign.py): nd.dot, nd.batch_dot"
+# The blocks that hold weights, each with its parameters' attributes in bench/detection/weights.py's order of parts.
+WEIGHTED = ((nn.BatchNorm, ("gamma", "beta", "running_mean", "running_var")), (nn.Conv2D, ("weight", "bias")),
+            (nn.Dense, ("weight", "bias")))
+
+
+def weighted_blocks(block: gluon.Block) -> List[gluon.Block]:
+    """The Conv2D, BatchNorm and Dense blocks under `block` (itself included), depth first in the order their
+    parents registered them: blocks.build_images registers a plan's layers in order, a residual's branch before
+    its shortcut and a concat's branches in order, which is bench/detection/weights.owners' order."""
+    if any(isinstance(block, kind) for kind, _ in WEIGHTED):
+        return [block]
+    found = []  # type: List[gluon.Block]
+    for child in block._children.values():  # an OrderedDict in every MXNet 1.x, 1.3.0 included
+        found += weighted_blocks(child)
+    return found
+
+
+def block_parameters(block: gluon.Block) -> List[gluon.Parameter]:
+    """A weighted block's parameters in bench/detection/weights.py's order of parts; an absent bias left out."""
+    for kind, attributes in WEIGHTED:
+        if isinstance(block, kind):
+            return [p for p in (getattr(block, a, None) for a in attributes) if p is not None]
+    raise TypeError(f"{type(block).__name__} holds no weights set_weights knows")
 
 
 def native_roi_align() -> bool:
@@ -103,7 +134,8 @@ class DetectorNetwork(MXNetTrainer):
         self.head = _Head(detector)
         self.params: List[gluon.Parameter] = []
         for block in (self.trunk, self.rpn, self.head):
-            # As MXNetTrainer: Xavier (Glorot uniform) weights, zero biases, batchnorm's own (ones, zeros).
+            # As MXNetTrainer: Xavier (Glorot uniform) weights, zero biases, batchnorm's own (ones, zeros); this
+            # allocates the parameters, which DetectionTrainer then overwrites with weights.initial (set_weights).
             block.initialize(mx.init.Xavier(), ctx=self.ctx)
             block.hybridize(static_alloc=True)  # not static_shape: image sizes and RoI counts vary
             self.params += [p for p in block.collect_params().values() if p.grad_req != "null"]
@@ -117,19 +149,47 @@ class DetectorNetwork(MXNetTrainer):
         self.roi_sigma = float(self.roi["box_beta"]) ** -0.5
 
     # -- the Network interface (bench/detection/trainer.py) ------------------------------------------
-    def train_step(self, pixels: np.ndarray, rpn: RpnBatch, rois_for: Callable) -> float:
-        """One image in training mode (batchnorm's batch statistics): the four losses, summed; one update."""
+    def set_weights(self, weights: Dict[str, np.ndarray]) -> None:
+        """Take weights in bench/detection/weights.py's layout (its kernels are MXNet's: Conv2D (out, in, kh, kw),
+        Dense (out, in); a batchnorm's moving variance is MXNet's running_var): the trunk's and the head's weighted
+        blocks in order beside weights.owners, then the RPN's three convs and the head's two outputs."""
+        neutral.check(self.detector, weights)
+        owners = neutral.owners(self.detector)
+        targets = weighted_blocks(self.trunk) + weighted_blocks(self.head.body)
+        targets += [self.rpn.conv, self.rpn.logits, self.rpn.deltas, self.head.classes, self.head.boxes]
+        if len(targets) != len(owners):
+            raise ValueError(f"the network has {len(targets)} weighted blocks, the plan {len(owners)}")
+        pairs = []  # every (parameter, name), all checked before any is set
+        for block, (owner, names) in zip(targets, owners):
+            params = block_parameters(block)
+            if len(params) != len(names):
+                raise ValueError(f"{owner}: the network's {type(block).__name__} has {len(params)} weights, "
+                                 f"the plan {len(names)}")
+            for param, name in zip(params, names):
+                # set_data's `arr[:] = data` would broadcast a wrong shape, so compare them first.
+                if tuple(param.shape) != weights[name].shape:
+                    raise ValueError(f"{name}: the network's {param.name} is {tuple(param.shape)}, the plan's "
+                                     f"{weights[name].shape}")
+                pairs.append((param, name))
+        for param, name in pairs:
+            param.set_data(nd.array(weights[name], ctx=self.ctx, dtype="float32"))
+
+    def train_step(self, pixels: np.ndarray, rpn: RpnBatch, rois_for: Callable) -> Dict[str, float]:
+        """One image in training mode (batchnorm's batch statistics): the four losses, summed, backward and one
+        update; the four losses as computed before the update."""
         x = self._pixels(pixels)
         with autograd.record():
             features = self.trunk(x)
             objectness, deltas = self.rpn(features)
             batch = rois_for(objectness.asnumpy(), deltas.asnumpy())  # the RoIs: constants to the gradient
             logits, boxes = self.head(self.roi_align(features, batch))
-            loss = self._loss(objectness, deltas, rpn, logits, boxes, batch)
+            terms = self._terms(objectness, deltas, rpn, logits, boxes, batch)
+            loss = terms["rpn_class"] + terms["rpn_box"] + terms["head_class"] + terms["head_box"]
         loss.backward()
+        parts = {name: float(terms[name].asscalar()) for name in det.LOSS_NAMES}  # read before the update
         self._decay()
         self.trainer.step(1)  # the loss is already the four means' sum
-        return float(loss.asscalar())
+        return parts
 
     def detect(self, pixels: np.ndarray, rois_for: Callable) -> Tuple[np.ndarray, np.ndarray]:
         """The forward pass in inference mode (outside autograd.record: moving statistics, no gradient)."""
@@ -182,7 +242,8 @@ class DetectorNetwork(MXNetTrainer):
             },
             "hybridize": "trunk, RPN and head each: static_alloc=True, static_shape=False (cached graphs; image "
             "sizes and RoI counts vary); the RoI op and the losses imperative",
-            "initializer": "mx.init.Xavier() (Glorot uniform) weights, zero biases",
+            "initializer": "bench/detection/weights.initial, set by set_weights over Gluon's allocation "
+            "(Parameter.set_data)",
             "data_layout": "NCHW (each image transposed from NHWC)",
             "loss": "sum of rpn_class (gluon SigmoidBinaryCrossEntropyLoss on logits, sampled anchors / count), "
             "rpn_box (nd.smooth_l1, positives / count), head_class (gluon SoftmaxCrossEntropyLoss, mean), "
@@ -200,14 +261,9 @@ class DetectorNetwork(MXNetTrainer):
     def _const(self, values: np.ndarray) -> nd.NDArray:
         return nd.array(values, ctx=self.ctx, dtype="float32")
 
-    def _loss(self, objectness: nd.NDArray, deltas: nd.NDArray, rpn: RpnBatch, logits: nd.NDArray,
-              boxes: nd.NDArray, batch: RoiBatch) -> nd.NDArray:
-        """detector.losses' four terms in MXNet ops, summed: a (1,) NDArray."""
-        terms = self._terms(objectness, deltas, rpn, logits, boxes, batch)
-        return terms["rpn_class"] + terms["rpn_box"] + terms["head_class"] + terms["head_box"]
-
     def _terms(self, objectness: nd.NDArray, deltas: nd.NDArray, rpn: RpnBatch, logits: nd.NDArray,
                boxes: nd.NDArray, batch: RoiBatch) -> Dict[str, nd.NDArray]:
+        """detector.losses' four terms in MXNet ops, each a (1,) NDArray."""
         count, rois = float(rpn.count), float(len(batch.rois))
         # (A, 1) columns: the Gluon losses average over every axis but the first.
         labels, sampled = self._const(rpn.labels).reshape((-1, 1)), self._const(rpn.sampled).reshape((-1, 1))

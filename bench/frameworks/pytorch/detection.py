@@ -26,11 +26,14 @@ from torch import nn
 
 from bench import switches
 from bench.detection import detector as det
+from bench.detection import weights as neutral
 from bench.detection.step import RoiBatch, RpnBatch
 from bench.detection.trainer import DetectionTrainer
 from bench.frameworks import common
 from bench.frameworks.pytorch import model, trainer
 
+# The modules that hold weights, and bench/detection/weights.py's parts each takes, in its order of parameters.
+WEIGHTED = (nn.Conv2d, nn.BatchNorm2d, nn.BatchNorm1d, nn.Linear)
 ROI_OP = "RoIAlign as two matrix products (bench/detection/roialign.py): torch.matmul, the longer side contracted first"
 
 
@@ -149,9 +152,34 @@ class Network:
             "head_box": (head_box * self._tensor(roi.box_mask)).sum() / logits.size(0),
         }
 
-    def train_step(self, pixels: np.ndarray, rpn: RpnBatch, rois_for: Callable) -> float:
+    def set_weights(self, weights: Dict[str, np.ndarray]) -> None:
+        """Take weights in bench/detection/weights.py's layout (its kernels are PyTorch's: (out, in, kh, kw) and
+        (out, in)): the trunk's and the head's weighted modules in order beside the plan's, then the RPN and outputs."""
+        neutral.check(self.detector, weights)
+        owners = neutral.owners(self.detector)
+        modules = [m for m in self.net.trunk.modules() if isinstance(m, WEIGHTED)]
+        modules += [m for m in self.net.head.modules() if isinstance(m, WEIGHTED)]
+        modules += [self.net.rpn_conv, self.net.rpn_logits, self.net.rpn_deltas, self.net.classes, self.net.boxes]
+        if len(modules) != len(owners):
+            raise ValueError(f"the network has {len(modules)} weighted modules, the plan {len(owners)}")
+        with torch.no_grad():
+            for module, (owner, names) in zip(modules, owners):
+                if isinstance(module, (nn.BatchNorm2d, nn.BatchNorm1d)):
+                    targets = [module.weight, module.bias, module.running_mean, module.running_var]
+                else:
+                    targets = [module.weight] + ([module.bias] if module.bias is not None else [])
+                if len(targets) != len(names):
+                    raise ValueError(f"{owner}: the network's {type(module).__name__} has {len(targets)} weights, "
+                                     f"the plan {len(names)}")
+                for target, name in zip(targets, names):
+                    if tuple(target.shape) != weights[name].shape:  # copy_ would broadcast a wrong shape
+                        raise ValueError(f"{name}: the network's is {tuple(target.shape)}, the plan's "
+                                         f"{weights[name].shape}")
+                    target.copy_(self._tensor(weights[name]))
+
+    def train_step(self, pixels: np.ndarray, rpn: RpnBatch, rois_for: Callable) -> Dict[str, float]:
         """One image in training mode (batchnorm's batch statistics): the summed losses, backward, decoupled weight
-        decay, one optimizer update; the loss."""
+        decay, one optimizer update; the four losses before the update."""
         self.net.train()
         objectness, deltas, logits, boxes, roi = self._forward(pixels, rois_for)
         parts = self.losses(objectness, deltas, rpn, logits, boxes, roi)
@@ -163,7 +191,7 @@ class Network:
             for p in self.params:
                 p.data.mul_(1.0 - self.opt_settings["lr"] * wd)
         self.optimizer.step()
-        return loss.item()
+        return {name: value.item() for name, value in parts.items()}
 
     def detect(self, pixels: np.ndarray, rois_for: Callable) -> Tuple[np.ndarray, np.ndarray]:
         """The forward pass in inference mode (batchnorm's moving statistics, no autograd): (class logits,

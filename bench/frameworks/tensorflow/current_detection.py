@@ -11,6 +11,12 @@ bench/detection/trainer.py's DetectionTrainer drives; current.py's make_trainer 
   one cell outside; extrapolation_value=0 beyond it), each RoI's normalised box placed so that the
   corner-aligned crop of out*ratio points per axis lands on RoIAlign's sample points (crop_boxes), then a
   ratio x ratio average pool (the bin's mean). Checked against bench/detection/roialign.reference by the probe.
+- Weights: set_weights takes bench/detection/weights.py's neutral layout and transposes it to Keras' (conv kernels
+  (out, in, kh, kw) -> HWIO (kh, kw, in, out); dense (out, in) -> (in, out); both cross-correlation, as Conv2D
+  computes, so nothing is flipped), walking the trunk's and head's Conv2D, BatchNormalization and Dense layers in
+  the plan's order (a residual's branch then its shortcut, a concat's branches in order) beside weights.owners,
+  then the RPN's three convs and the two outputs. The 4A delta channels need no reordering: the NHWC reshape to
+  (-1, 4) reads channel 4a + k as (anchor a, coordinate k), the neutral order.
 - Losses: detector.losses in tf ops, summed; one eager step with tf.GradientTape. The tape is held across the
   host stop: the RPN's outputs go to the host (.numpy()) for the proposals and the sampled RoIs
   (DetectionTrainer's rois_for), which come back as constants (approximate joint training), and the head and
@@ -36,14 +42,31 @@ import numpy as np
 import tensorflow as tf
 
 from bench.detection import detector as det
+from bench.detection import weights as neutral
 from bench.detection.step import RoiBatch, RpnBatch
 from bench.detection.trainer import DetectionTrainer
 from bench.frameworks import common
 from bench.frameworks.keras.current_optimizers import make_optimizer
 from bench.frameworks.tensorflow import current
-from bench.frameworks.tensorflow.current_layers import build_layers
+from bench.frameworks.tensorflow.current_layers import _Concat, _Residual, _Stack, build_layers
 
 keras = tf.keras
+# Each weighted Keras layer's variables in bench/detection/weights.py's order of parts, and the transpose that takes a
+# neutral array to the variable's layout (None: a vector, as it is).
+_PARTS = (
+    (keras.layers.Conv2D, (("kernel", (2, 3, 1, 0)), ("bias", None))),  # (out, in, kh, kw) -> (kh, kw, in, out)
+    (keras.layers.Dense, (("kernel", (1, 0)), ("bias", None))),  # (out, in) -> (in, out)
+    (keras.layers.BatchNormalization,
+     (("gamma", None), ("beta", None), ("moving_mean", None), ("moving_variance", None))),
+)
+
+
+def _parts(layer: Any) -> tuple | None:
+    """A weighted layer's (variable name, transpose) pairs in the neutral order of parts; None for any other."""
+    for kind, parts in _PARTS:
+        if isinstance(layer, kind):
+            return parts
+    return None
 ROI_OP = ("tf.image.crop_and_resize as RoIAlign (aligned, fixed sampling ratio): one-cell SYMMETRIC pad, boxes on "
           "the sample points, ratio x ratio average pool")
 
@@ -134,8 +157,8 @@ class Network:
                                          method="bilinear", extrapolation_value=0.0)
         return tf.nn.avg_pool2d(crops, ratio, ratio, "VALID")
 
-    def _losses(self, objectness, rpn_deltas, rpn: RpnBatch, logits, box_deltas, roi: RoiBatch) -> tf.Tensor:
-        """detector.losses' sum in tf ops."""
+    def _losses(self, objectness, rpn_deltas, rpn: RpnBatch, logits, box_deltas, roi: RoiBatch) -> dict:
+        """detector.losses in tf ops: the four scalar losses by name (detector.LOSS_NAMES)."""
         beta_rpn, beta_roi = self.settings["rpn"]["box_beta"], self.settings["roi"]["box_beta"]
         bce = tf.nn.sigmoid_cross_entropy_with_logits(labels=tf.constant(rpn.labels), logits=objectness)
         rpn_class = tf.reduce_sum(bce * rpn.sampled) / rpn.count
@@ -143,20 +166,67 @@ class Network:
         head_class = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
             labels=tf.constant(roi.labels, tf.int64), logits=logits))
         head_box = tf.reduce_sum(smooth_l1(box_deltas - roi.box_targets, beta_roi) * roi.box_mask) / len(roi.labels)
-        return rpn_class + rpn_box + head_class + head_box
+        return {"rpn_class": rpn_class, "rpn_box": rpn_box, "head_class": head_class, "head_box": head_box}
+
+    def _weighted(self) -> list:
+        """The Keras layers that hold weights, in bench/detection/weights.owners' order: the trunk's and the
+        head's (depth first, a residual's branch before its shortcut), then the RPN and the two outputs."""
+        found: list = []
+
+        def walk(stack: _Stack) -> None:
+            for layer in stack.layers:
+                if isinstance(layer, _Residual):
+                    walk(layer.branch)
+                    walk(layer.shortcut)
+                elif isinstance(layer, _Concat):
+                    for branch in layer.branches:
+                        walk(branch)
+                elif _parts(layer) is not None:
+                    found.append(layer)
+                elif layer.trainable_variables:  # a weighted layer this walk does not know would be left unset
+                    raise ValueError(f"the detector has a weighted {type(layer).__name__} that set_weights cannot set")
+
+        walk(self.trunk.stack)
+        walk(self.head.stack)
+        return found + [self.rpn_conv, self.rpn_class, self.rpn_box, self.class_out, self.box_out]
+
+    def set_weights(self, weights: dict[str, np.ndarray]) -> None:
+        """Take weights in bench/detection/weights.py's neutral layout (batchnorm's moving statistics included):
+        each weighted layer beside the plan's owner of the same place, each array transposed to Keras' layout
+        (_PARTS) and its shape checked before it is assigned (no broadcast)."""
+        neutral.check(self.detector, weights)
+        owners = neutral.owners(self.detector)
+        layers = self._weighted()
+        if len(layers) != len(owners):
+            raise ValueError(f"the network has {len(layers)} weighted layers, the plan {len(owners)}")
+        for layer, (owner, names) in zip(layers, owners):
+            kind = type(layer).__name__
+            # A conv without bias (use_bias=False) has no bias variable: the plan then names no bias either.
+            parts = [(getattr(layer, attr), axes) for attr, axes in _parts(layer) if getattr(layer, attr) is not None]
+            if len(parts) != len(names):
+                raise ValueError(f"{owner}: the network's {kind} has {len(parts)} weights, the plan {len(names)}")
+            for (variable, axes), name in zip(parts, names):
+                value = weights[name] if axes is None else np.transpose(weights[name], axes)
+                if tuple(variable.shape) != value.shape:
+                    raise ValueError(f"{name}: the network's {kind} variable is {tuple(variable.shape)}, the plan's "
+                                     f"{weights[name].shape} in Keras' layout is {value.shape}")
+                variable.assign(np.ascontiguousarray(value, np.float32))
 
     # -- the Network interface -----------------------------------------------------------------------
-    def train_step(self, pixels: np.ndarray, rpn: RpnBatch, rois_for: Callable[[Any, Any], RoiBatch]) -> float:
-        """One image forward (training mode), the host's RoIs in the middle, backward, one Adam update; the loss."""
+    def train_step(self, pixels: np.ndarray, rpn: RpnBatch,
+                   rois_for: Callable[[Any, Any], RoiBatch]) -> dict[str, float]:
+        """One image forward (training mode), the host's RoIs in the middle, backward of the four losses' sum, one
+        optimizer update; the four losses (detector.LOSS_NAMES) as computed before the update."""
         with tf.GradientTape() as tape:
             features = self.trunk(tf.constant(pixels), training=True)
             objectness, deltas = self._rpn(features)
             roi = rois_for(objectness.numpy(), deltas.numpy())  # host stop: the RoIs are constants to the tape
             logits, box_deltas = self._head(self._roi_align(features, roi.rois), training=True)
-            loss = self._losses(objectness, deltas, rpn, logits, box_deltas, roi)
+            parts = self._losses(objectness, deltas, rpn, logits, box_deltas, roi)
+            loss = parts["rpn_class"] + parts["rpn_box"] + parts["head_class"] + parts["head_box"]
         grads = tape.gradient(loss, self.variables)
         self.optimizer.apply_gradients(zip(grads, self.variables))
-        return float(loss)
+        return {name: float(value) for name, value in parts.items()}
 
     def detect(self, pixels: np.ndarray, rois_for: Callable[[Any, Any], RoiBatch]) -> tuple[np.ndarray, np.ndarray]:
         """The forward pass in inference mode (moving statistics, no tape): (class logits, box deltas) as NumPy."""

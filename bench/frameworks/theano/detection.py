@@ -1,42 +1,52 @@
 """The detector of a faster_rcnn workload (bench/detection/detector.py's drawing) in Theano, era-neutral: the
-Network that bench.detection.trainer.DetectionTrainer drives (train_step, detect, param_count, synchronize, info).
+Network that bench.detection.trainer.DetectionTrainer drives (set_weights, train_step, detect, param_count,
+synchronize, info).
 
 The layers are graph.py's: the trunk, the head, the RPN's three convs and the two dense outputs are each a
 graph.LayerStack over layers planned by bench/modelplan.py (the RPN's and the outputs' planned here from
-detector.py's drawing), with Keras' initialization as every Theano model of the kit; the trunk is built
-without H and W (LayerStack free_size), so one compiled function takes every padded image size (a multiple
-of 16: the plan's pads hold for all of them). The optimizer is optimizers.training_updates (Adam, weight
+detector.py's drawing), drawn with Keras' initialization as every Theano model of the kit and then replaced by
+set_weights (DetectionTrainer sets bench/detection/weights.initial, the same numbers in every framework); the
+trunk is built without H and W (LayerStack free_size), so one compiled function takes every padded image size (a
+multiple of 16: the plan's pads hold for all of them). The optimizer is optimizers.training_updates (Adam, weight
 decay applied as common.WEIGHT_DECAY_RULE says), the device, threads and toolchain runtime.py's.
 
 Theano compiles whole functions and has no host stop inside one, so a training step is two compiled calls:
 1. `rpn_train`: pixels -> the RPN's objectness and deltas, with the training graph's batchnorm (batch
    statistics), but without its updates: the host then computes the RoIs and their targets (rois_for);
 2. `train`: pixels, the RPN's targets, the RoIs' RoIAlign matrices, labels and box targets -> the summed four
-   losses, with the optimizer's and batchnorm's updates. It recomputes the trunk and the RPN forward (the
-   same symbolic graph as call 1, so the same values): the RoIs are constants of the gradient (approximate
-   joint training), and a compiled gradient cannot start from values another call computed. The cost is one
-   more trunk + RPN forward per step (info()["seconds_per_call"]: at the smoke profile call 1 took 2.0 s of
-   the 34.2 s of training calls, ~6 %, the head's res5 on every RoI dominating), and compiling that forward
-   twice (call 1 and inside call 2).
+   losses (each computed before the update), with the optimizer's and batchnorm's updates. It recomputes the
+   trunk and the RPN forward (the same symbolic graph as call 1, so the same values): the RoIs are constants of
+   the gradient (approximate joint training), and a compiled gradient cannot start from values another call
+   computed. The cost is one more trunk + RPN forward per step (info()["seconds_per_call"]: at the smoke profile
+   call 1 took 2.0 s of the 34.2 s of training calls, ~6 %, the head's res5 on every RoI dominating), and
+   compiling that forward twice (call 1 and inside call 2).
 Detection (inference mode: batchnorm's moving statistics) is two calls too: `rpn_eval` (pixels -> the RPN's
 outputs and the C4 features), then `head_eval` on the C4 features fed back as an input (no second trunk pass).
 
 The RoI op: Theano has no RoIAlign, so it is bench/detection/roialign.py's two matrices, rows @ C4 @ cols^T, as
 one T.tensordot (the columns) and one T.batched_dot (the rows): exact, differentiable in the features.
 
+Weights: set_weights walks the stacks' weighted layers (graph.py's step dicts) in the plan's order beside
+bench/detection/weights.owners and sets their shared variables, batchnorm's moving mean and variance included.
+The neutral layout is already this builder's for convolutions: (out, in, kh, kw), and graph.py's conv2d runs with
+filter_flip=False (cross-correlation), so a kernel is stored as given, not flipped; dense kernels are (in, out)
+here and are transposed; the moving variance is the variance (graph.py divides by sqrt(var + epsilon), the plan's
+epsilon); the RPN's 4A delta channels are already read as (anchor, coordinate) = 4a + k (_rpn).
+
 Compile time is the main setup cost: the four functions compile lazily (the detection pair at the first
 detect) and info()["compile_seconds"] holds each one's seconds (graph optimization and g++, cached per
 environment: flags.compiledir).
 
 Paper era (Theano 1.0.2 on CPython 3.6): every op used here (conv2d with None in its shape hint, pool_2d,
-T.tensordot, T.batched_dot, T.nnet.softplus, T.nnet.crossentropy_softmax_1hot, T.switch) is in Theano 1.0.0's
-API; run here only on Theano 1.0.5, not yet in the paper image. CPython 3.6-clean; import it only after the era
-module has set THEANO_FLAGS (flags.configure).
+T.tensordot, T.batched_dot, T.nnet.softplus, T.nnet.crossentropy_softmax_1hot, T.switch, and a shared variable's
+get_value(borrow=True) / set_value) is in Theano 1.0.0's API. set_weights and the four-loss train_step are run
+here only on Theano 1.0.5, not yet in the paper image. CPython 3.6-clean; import it only after the era module has
+set THEANO_FLAGS (flags.configure).
 """
 
 import sys
 import time
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 import theano
@@ -44,6 +54,7 @@ import theano.tensor as T
 
 from bench import modelplan
 from bench.detection import detector as det
+from bench.detection import weights as neutral
 from bench.detection.trainer import DetectionTrainer
 from bench.frameworks import common
 from bench.frameworks.theano import optimizers, runtime
@@ -51,6 +62,9 @@ from bench.frameworks.theano.graph import FLOATX, LayerStack, floatx
 from bench.frameworks.theano.trainer import RECURSION_LIMIT, device_info
 
 ROI_OP = "RoIAlign as two matrix products (bench/detection/roialign.py): T.tensordot then T.batched_dot"
+# A weighted step's (graph.py's step dict) shared variables, in bench/detection/weights.py's order of its parts
+# (kernel, bias; gamma, beta, mean, var). A conv2d without a bias has None as its "b" and no neutral bias.
+WEIGHT_KEYS = {"conv2d": ("W", "b"), "batchnorm": ("gamma", "beta", "mean", "var"), "dense": ("W", "b")}
 
 
 def make_trainer(spec: dict, data: Any, device: str, seed: int, flags_set_here: Dict[str, str]) -> DetectionTrainer:
@@ -108,7 +122,6 @@ class TheanoDetector:
         self.call_seconds = {}  # type: Dict[str, float]
         self._fns = {}  # type: Dict[str, Any]
         self._train_graph = None  # type: Optional[Dict[str, Any]]
-        self.last_losses = {}  # type: Dict[str, float]  # the four losses of the last train_step
 
     # -- graphs ----------------------------------------------------------------------------------
     def _rpn(self, deterministic: bool) -> Tuple[Any, Any, Any]:
@@ -195,17 +208,46 @@ class TheanoDetector:
         return out
 
     # -- the Network -----------------------------------------------------------------------------
-    def train_step(self, pixels: np.ndarray, rpn: Any, rois_for: Any) -> float:
+    def set_weights(self, weights: Dict[str, np.ndarray]) -> None:
+        """Take weights in bench/detection/weights.py's layout: the trunk's and the head's weighted layers in the
+        plan's order beside weights.owners, then the RPN's three convs and the two outputs; batchnorm's moving
+        statistics included. Convolution kernels as given (filter_flip=False: module docstring), dense kernels
+        transposed to (in, out). Raises ValueError on any difference in count or shape (set_value would take any)."""
+        neutral.check(self.plan, weights)
+        owners = neutral.owners(self.plan)
+        steps = []  # type: List[Dict[str, Any]]
+        for stack in (self.trunk, self.head, self.rpn_conv, self.rpn_class, self.rpn_box, self.class_out,
+                      self.box_out):
+            steps += list(_weighted(stack.steps))
+        if len(steps) != len(owners):
+            raise ValueError(f"the network has {len(steps)} weighted layers, the plan {len(owners)}")
+        for step, (owner, names) in zip(steps, owners):
+            targets = [step[key] for key in WEIGHT_KEYS[step["type"]] if step[key] is not None]
+            if len(targets) != len(names):
+                raise ValueError(f"{owner}: the network's {step['type']} has {len(targets)} weights, "
+                                 f"the plan {len(names)}")
+            for target, name in zip(targets, names):
+                value = np.asarray(weights[name], FLOATX)
+                if step["type"] == "dense" and name.endswith(".kernel"):
+                    value = value.T  # (out, in) -> this builder's (in, out): x W + b
+                value = np.ascontiguousarray(value)
+                have = tuple(target.get_value(borrow=True).shape)
+                if have != value.shape:
+                    raise ValueError(f"{name}: the network's {target.name} is {have}, the plan's (converted) "
+                                     f"{value.shape}")
+                target.set_value(value)
+
+    def train_step(self, pixels: np.ndarray, rpn: Any, rois_for: Any) -> Dict[str, float]:
         """One image in training mode: the RPN's outputs (call 1), the host's RoIs, the losses and the update
-        (call 2, recomputing the trunk); the summed loss."""
+        (call 2, recomputing the trunk); the four losses (det.LOSS_NAMES), computed before the update."""
         pixels = np.asarray(pixels, FLOATX)
         objectness, deltas = self._call("rpn_train", pixels)
         roi = rois_for(np.asarray(objectness), np.asarray(deltas))
         outputs = self._call("train", pixels, rpn.labels, rpn.sampled, rpn.box_targets, rpn.box_mask,
                              floatx(rpn.count), roi.rows, roi.cols, np.asarray(roi.labels, np.int32),
                              roi.box_targets, roi.box_mask)
-        self.last_losses = dict(zip(det.LOSS_NAMES, (float(v) for v in outputs[1:])))
-        return float(outputs[0])
+        # outputs[0] is their sum, which the graph differentiates; the trainer sums the parts itself.
+        return dict(zip(det.LOSS_NAMES, (float(v) for v in outputs[1:])))
 
     def detect(self, pixels: np.ndarray, rois_for: Any) -> Tuple[np.ndarray, np.ndarray]:
         """One image in inference mode: (class logits (R, classes), box deltas (R, 4 classes)); the head reads
@@ -247,6 +289,16 @@ class TheanoDetector:
             "compile_seconds": dict(self.compile_seconds),
             "seconds_per_call": {k: round(v, 2) for k, v in self.call_seconds.items()},
         }
+
+
+def _weighted(steps: List[Dict[str, Any]]) -> Iterator[Dict[str, Any]]:
+    """The weighted steps (conv2d, batchnorm, dense) of graph.py's step dicts in the plan's order, as
+    bench/detection/weights.py walks the layers: a residual's branch then its shortcut, a concat's branches in turn."""
+    for step in steps:
+        if step["type"] in WEIGHT_KEYS:
+            yield step
+        for sub in [step.get("branch"), step.get("shortcut")] + list(step.get("branches") or []):
+            yield from _weighted(sub or [])
 
 
 def _conv(kernel: int, filters: int, activation: Optional[str], input_shape: Tuple[int, ...]) -> List[Any]:

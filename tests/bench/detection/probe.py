@@ -5,10 +5,12 @@
 SPEC.json is frcnn-voc2012's resolved smoke spec (the host resolves it); PREPARED_DIR a prepared synthetic
 voc2012 (data/voc.py, the real format). Builds the framework module's trainer (make_trainer, as the entrypoint
 does), trains `epochs` epochs on the first 4 training images and evaluates on the first 2 test images after each;
-then runs the network's own RoI op on a fixed feature map and fixed RoIs (roi_features). Prints one JSON object:
+then runs the network's own RoI op on a fixed feature map and fixed RoIs (roi_features), and the network on fixed
+weights, a fixed image and fixed RoIs (bench/detection/parity.py). Prints one JSON object:
 
     {"framework", "param_count", "losses" (per epoch), "maps" (per epoch), "map_again", "roi_max_abs_diff"
-     (the RoI op against bench/detection/roialign.reference), "roi_op" (info()["roi_op"]), "seconds", "info"}
+     (the RoI op against bench/detection/roialign.reference), "parity" ({"losses": the four of train_step,
+     "logits", "boxes": detect's}), "roi_op" (info()["roi_op"]), "seconds", "info"}
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import numpy as np
 
 from bench import prepared
 from bench.detection import detector as det
-from bench.detection import roialign, step
+from bench.detection import parity, roialign, step
 from bench.frameworks import load
 
 SEED = 1234
@@ -76,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
         "maps": maps,
         "map_again": trainer.evaluate(),  # inference mode is deterministic: the same mAP again
         "roi_max_abs_diff": roi_check(trainer.network, det.plan(spec)),
+        "parity": parity.run(trainer),
         "info": trainer.info(),
     }
     result["roi_op"] = result["info"].get("roi_op")

@@ -1,12 +1,14 @@
 """frcnn-voc2012's detector in every framework of the current era, trained for real in its environment on a
 prepared synthetic VOC2012 (tests/bench/detection/probe.py, all frameworks at once): the same parameter count
-as the hand count, a falling loss, a per-epoch mAP, deterministic inference, and the framework's RoI op equal to
-RoIAlign's sample-by-sample reference on a fixed input."""
+as the hand count, a falling loss, a per-epoch mAP, deterministic inference, the framework's RoI op equal to
+RoIAlign's sample-by-sample reference on a fixed input, and, from the same weights on the same image and RoIs,
+the same four losses and outputs as the other frameworks."""
 
 from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from bench.detection import detector as det
@@ -22,6 +24,10 @@ WORKLOAD = "frcnn-voc2012"
 HAND_COUNT = 23_508_032 + (9 * 1024 * 512 + 512) + (512 * 9 + 9) + (512 * 36 + 36) + (2048 * 21 + 21) + (2048 * 84 + 84)
 FRAMEWORKS = ("pytorch", "mxnet", "chainer", "tensorflow", "keras", "theano")
 ROI_TOLERANCE = 1e-5  # float32 features and weights against a float64 reference
+# Parity from the same weights: each framework's four losses, and its inference outputs, against the median of all
+# frameworks' (one wrong framework cannot move the median of six). float32 through 53 conv layers in each
+# framework's own kernels: LOSS_RTOL, OUTPUT_RTOL (of the largest output) leave room for summation order only.
+LOSS_RTOL, OUTPUT_RTOL = 1e-4, 1e-5
 
 
 def test_the_hand_count_is_the_plan_count():
@@ -59,3 +65,19 @@ def test_the_detector_trains_in_every_framework(probes, framework):
     assert len(result["maps"]) == len(result["losses"]) and all(0.0 <= m <= 1.0 for m in result["maps"])
     assert result["map_again"] == result["maps"][-1]
     assert result["roi_max_abs_diff"] < ROI_TOLERANCE, (framework, result["roi_op"], result["roi_max_abs_diff"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_the_same_weights_give_the_same_losses_and_outputs_in_every_framework(probes, framework):
+    if framework not in probes:
+        pytest.fail(support.refusal(framework, "current"))
+    assert len(probes) >= 3, f"parity needs three frameworks or more for a median, not {sorted(probes)}"
+    mine = probes[framework]["parity"]
+    for name in det.LOSS_NAMES:
+        median = float(np.median([result["parity"]["losses"][name] for result in probes.values()]))
+        assert mine["losses"][name] == pytest.approx(median, rel=LOSS_RTOL), (framework, name)
+    for output in ("logits", "boxes"):
+        median = np.median([np.asarray(result["parity"][output]) for result in probes.values()], axis=0)
+        difference = np.abs(np.asarray(mine[output]) - median).max()
+        assert difference <= OUTPUT_RTOL * np.abs(median).max(), (framework, output, difference)
