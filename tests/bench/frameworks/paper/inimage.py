@@ -4,9 +4,10 @@ annotations, no walrus), against the image's own bench/ and the module a run loa
     python inimage.py CHECKS.json      (harness.run_in_image mounts this file at /checks and the data at /data)
 
 CHECKS.json: {"framework", "padding": {workload: spec}, "evaluations": a spec or null, "extra": names of
-EXTRA checks, "data": {workload: its prepared folder}}. Prints one JSON object: {"versions", "padding":
-{workload: max |logits(padded) - logits(padding cut off)|}, "evaluations": [accuracy, accuracy again] or
-null, and each extra check's result under its name}. The trainers are not trained: a model that read the
+EXTRA checks, "data": {workload: its prepared folder}, "detector": {"spec", "data"} or null}. Prints one JSON
+object: {"versions", "padding": {workload: max |logits(padded) - logits(padding cut off)|}, "evaluations":
+[accuracy, accuracy again] or null, each extra check's result under its name, and "detector":
+detector_check's result or null}. The trainers are not trained: a model that read the
 padding would change its logits under any weights, and dropout left on at test time would make two
 evaluations of the same weights differ.
 """
@@ -21,6 +22,8 @@ from bench.frameworks import load
 
 SEED = 1234
 ROWS = 8  # test sequences of one length compared at once
+DETECTOR_ROWS = ([0, 1, 2, 3], [0, 1])  # the detector's training and test images (as tests/bench/detection/probe)
+DETECTOR_EPOCHS = 3
 
 
 def data_of(folder, spec):
@@ -104,6 +107,20 @@ def theano_strided_same(module):
     return {"pads": list(net.steps[0]["explicit_pads"]), "shapes": [list(v.shape) for v in values]}
 
 
+def detector_check(module, spec, folder):
+    """A detector workload's trainer (the module's make_trainer) over the first DETECTOR_ROWS images of each split:
+    DETECTOR_EPOCHS epochs (the loss and the mAP of each), then bench/detection/parity.py's fixed input."""
+    from bench.detection import parity
+    train_rows, test_rows = DETECTOR_ROWS
+    trainer = module.make_trainer(spec, prepared.load(folder, train_rows, test_rows), "cpu", SEED)
+    losses, maps = [], []
+    for _ in range(DETECTOR_EPOCHS):
+        losses.append(trainer.train_epoch()[0])
+        maps.append(trainer.evaluate())
+    return {"param_count": trainer.param_count(), "losses": losses, "maps": maps,
+            "roi_op": trainer.info().get("roi_op"), "parity": parity.run(trainer)}
+
+
 EXTRA = {"keras_weight_decay": keras_weight_decay, "theano_strided_same": theano_strided_same}
 
 
@@ -122,6 +139,8 @@ def main(path):
         out["evaluations"] = [trainer.evaluate(), trainer.evaluate()]
     for name in checks.get("extra") or ():
         out[name] = EXTRA[name](module)
+    detector = checks.get("detector")
+    out["detector"] = detector_check(module, detector["spec"], detector["data"]) if detector else None
     print(json.dumps(out, sort_keys=True))
     return 0
 
