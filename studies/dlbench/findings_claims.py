@@ -142,6 +142,38 @@ def _time_and_resource_claims(study: str) -> list[Claim]:
     ]
 
 
+def _detector_claims(study: str) -> list[Claim]:
+    frcnn = ("frcnn-voc2012",)
+    return [
+        _band("31", study, "On Faster R-CNN, TensorFlow, MXNet, Theano and Keras reach about the same mAP (62-63.3 %) "
+              "on CPU and GPU; Chainer and PyTorch fall below them.", ("cpu", "gpu"), frcnn, ACCURACY_TOLERANCE_PP,
+              ("chainer", "pytorch"),
+              "dlbench.csv, Sec 5.1 and 5.5.1: Faster R-CNN accuracy (mAP) about 63 % for TensorFlow, MXNet and "
+              "Theano, Keras 62 % (CPU) and 63 % (GPU), Chainer 53 % and 59 %, PyTorch 51 % and 51.4 % (the lowest). "
+              f"About the same: within {ACCURACY_TOLERANCE_PP:g} percentage points "
+              "(analysis.transfer.ACCURACY_TOLERANCE_PP)."),
+        _ranking("32", study, "On CPU Faster R-CNN, TensorFlow is the fastest framework (19 h 7; MXNet 21 h 5, the "
+                 "others more than 24 h).", "training_time_s", ("cpu",), [Extreme(frcnn, ("tensorflow",), True)],
+                 "dlbench.csv, Sec 5.2: CPU Faster R-CNN TensorFlow 19 h 7 (the lowest), MXNet 21 h 5, Keras, Chainer "
+                 f"and PyTorch more than 24 h. {LOWER_BOUND}"),
+        _ranking("33", study, "On GPU Faster R-CNN, PyTorch has the highest GPU use (54 %) and TensorFlow the lowest "
+                 "(34 %).", "gpu_util_mean_pct", ("gpu",),
+                 [Extreme(frcnn, ("pytorch",), False), Extreme(frcnn, ("tensorflow",), True)],
+                 "dlbench.csv, Sec 5.5.3: GPU use on Faster R-CNN PyTorch 54 % (highest), Chainer 52 %, Keras 47 %, "
+                 "MXNet 46 %, TensorFlow 34 % (lowest) (GPU use by Eq. 3)."),
+        _ranking("34", study, "With the GPU, MXNet uses the most CPU on Faster R-CNN (18 %); PyTorch, Chainer and "
+                 "Theano the least (12 %).", "cpu_util_mean_pct", ("gpu",),
+                 [Extreme(frcnn, ("mxnet",), False), Extreme(frcnn, ("pytorch", "chainer", "theano"), True)],
+                 "dlbench.csv, Sec 5.5.3: CPU use in the GPU environment on Faster R-CNN MXNet 18 % (highest), Keras "
+                 "14 %, TensorFlow 13 %, PyTorch, Chainer and Theano 12 % (lowest)."),
+        _ranking("35", study, "With the GPU, Keras uses the most memory on Faster R-CNN (7,366 MB) and Chainer the "
+                 "least (729 MB).", "mem_mean_mb", ("gpu",),
+                 [Extreme(frcnn, ("keras",), False), Extreme(frcnn, ("chainer",), True)],
+                 "dlbench.csv, Sec 5.5.3: memory on Faster R-CNN with the GPU Keras 7,366 MB (highest), TensorFlow "
+                 "7,357 MB, Chainer 729 MB (lowest)."),
+    ]
+
+
 def _curve_and_test_claims(study: str) -> list[Claim]:
     peaks = published(PEAK_METRICS)
     return [
@@ -167,6 +199,7 @@ def _curve_and_test_claims(study: str) -> list[Claim]:
 
 
 def finding_claims(study: str) -> list[Claim]:
-    """Claims 10-31 carrying the study's name, in id order."""
-    out = _accuracy_claims(study) + _time_and_resource_claims(study) + _curve_and_test_claims(study)
+    """Claims 10-35 carrying the study's name, in id order."""
+    out = (_accuracy_claims(study) + _time_and_resource_claims(study) + _curve_and_test_claims(study)
+           + _detector_claims(study))
     return sorted(out, key=lambda c: int(c.id))

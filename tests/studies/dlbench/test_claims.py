@@ -254,6 +254,12 @@ OTHERS = [
     ("22", "gpu", "cnn-cifar100", "acc", {"mxnet": 62, "tensorflow": 40, "keras": 50}, {"tensorflow": 70}),
     ("24", "gpu", "lstm-imdb", "gpu", {"theano": 66, "keras": 30}, {"keras": 70}),
     ("25", "gpu", "lstm-imdb", "cpu", {"tensorflow": 32, "keras": 10}, {"keras": 40}),
+    ("31", "cpu", "frcnn-voc2012", "acc", {"tensorflow": 63, "keras": 62, "chainer": 53, "pytorch": 51},
+     {"chainer": 64}),
+    ("32", "cpu", "frcnn-voc2012", "time", {"tensorflow": 68820, "mxnet": 75900, "keras": 86400}, {"mxnet": 60000}),
+    ("33", "gpu", "frcnn-voc2012", "gpu", {"pytorch": 54, "tensorflow": 34, "keras": 47}, {"keras": 30}),
+    ("34", "gpu", "frcnn-voc2012", "cpu", {"mxnet": 18, "theano": 12, "keras": 14}, {"keras": 19}),
+    ("35", "gpu", "frcnn-voc2012", "mem", {"keras": 7366, "chainer": 729, "tensorflow": 7357}, {"tensorflow": 8000}),
 ]
 
 
