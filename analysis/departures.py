@@ -301,6 +301,27 @@ def profile_departures() -> tuple[Departure, ...]:
     return tuple(out)
 
 
+def authors_code_departures() -> tuple[Departure, ...]:
+    """One departure per difference between a workload spec and its study's authors' own code for a framework
+    (studies/<study>/workloads/<name>.toml [[authors.<framework>]], docs/notebook-parity.md), in every era: what
+    their code does (with the notebook cell), what the spec does, and the difference's effect as the spec states it."""
+    from campaign.specs import authors_code, known_workloads, where
+
+    out = []
+    for workload in known_workloads():
+        for framework, entries in authors_code(workload).items():
+            for entry in entries:
+                env = entry.get("env", "")
+                out.append(Departure(
+                    f"{workload}: {framework}'s {entry['aspect']}" + (f" ({env.upper()})" if env else ""),
+                    f"{entry['authors']} (the authors' {entry['source']})",
+                    f"{entry['kit']}. Effect: {entry['effect']}",
+                    (Source(where(workload), f"[[authors.{framework}]] {entry['aspect']}"),
+                     Source(AUTHORS_REPO, entry["source"], outside=True)),
+                    frameworks=(framework,), workloads=(workload,), env=env))
+    return tuple(out)
+
+
 @cache
 def departures() -> tuple[Departure, ...]:
     """Every departure of the kit's paper-era setup, in the order the report lists them."""

@@ -136,11 +136,17 @@ class RequestError(UsageError):
         super().__init__(f"{where}: {problem}", "write it again from its campaign (make the same target again)")
 
 
+# The spec's record of where the study authors' own code differs from it (campaign/specs.py): it documents a run
+# and defines nothing in it, so it is left out of the run's identity (rewording a note keeps a campaign's runs).
+AUTHORS_KEY = "authors"
+
+
 def identity(request: dict) -> dict:
     """What a run is: its id is the hash of this (the same inputs always give the same id, and a
     reordered framework list or a resumed campaign finds the runs already made)."""
+    workload = {key: value for key, value in request["spec"].items() if key != AUTHORS_KEY}
     ident = {
-        "framework": request["framework"], "env": request["environment"]["env_id"], "workload": request["spec"],
+        "framework": request["framework"], "env": request["environment"]["env_id"], "workload": workload,
         "dataset": request["data"]["arrays_sha256"], "device": request["device"], "seed": request["seed"],
         "repeat": request["repeat"],
     }

@@ -118,6 +118,7 @@ def resolve(*, framework: str, era: str, workload: str, profile: str, spec: dict
     from campaign.runners import check_name  # here: campaign.runners imports this module
 
     check_name(runner, auto=False)
+    spec = specs.for_framework(spec, framework)
     if request.reads_no_data(spec):  # a collective: buffers it fills itself (bench/collectives)
         data = request.no_data()
     elif generated.is_generated(spec):

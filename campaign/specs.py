@@ -14,6 +14,7 @@ import tomllib
 from typing import Any
 
 import studies
+from bench import request
 from bench.errors import UsageError
 from bench.names import is_plain
 
@@ -32,6 +33,15 @@ PROFILE_KEYS = {
 MODEL_TABLE = "model"
 DEPARTURE_KEY = "departure"
 DEPARTING_KEYS = ("optimizer", MODEL_TABLE)
+# Where the study's authors' own code for this workload differs from the spec (docs/notebook-parity.md): one
+# [[authors.<framework>]] table per difference, with where in their code it is and its effect. Read by the report's
+# departures section (analysis/departures.py); part of the resolved spec, so run.json carries it (but not the run's
+# identity: bench/request.py).
+AUTHORS_KEY = request.AUTHORS_KEY
+AUTHOR_FIELDS = ("aspect", "authors", "kit", "source", "effect")
+AUTHOR_ENVS = ("cpu", "gpu")  # the optional `env`: the one environment whose code differs
+AUTHOR_ASPECTS = ("architecture", "initializers", "optimizer", "regularization", "preprocessing", "data", "batch",
+                  "epochs", "shuffling", "loss", "accuracy", "clock")
 
 
 def known_workloads() -> list[str]:
@@ -78,6 +88,7 @@ def load(name: str, profile: str = "paper") -> dict[str, Any]:
             f"choose from: {', '.join(known_profiles(name))} (PROFILE=...)",
         )
     spec = copy.deepcopy({k: v for k, v in raw.items() if k != "profiles"})
+    _check_authors(spec.get(AUTHORS_KEY, {}), name)
     spec["profile"] = profile
     spec.setdefault("data", {})  # a spec's own [data] (e.g. a language model's window) keeps its keys
     for key in ("train_subset", "test_subset"):
@@ -116,6 +127,50 @@ def _override_model(spec: dict, table: Any, name: str, profile: str) -> None:
         raise UsageError(f"profile '{profile}' of workload '{name}' replaces unknown model key '{unknown[0]}'",
                          f"use keys of [model] ({', '.join(sorted(spec['model']))}) in {here}")
     spec["model"].update(table)
+
+
+def _check_authors(table: Any, name: str) -> None:
+    """Refuse, in one line, an [[authors.<framework>]] entry of no known framework, or one lacking or adding a field."""
+    from bench.frameworks import discovered
+
+    here = f"[[{AUTHORS_KEY}.<framework>]] of {where(name)}"
+    if not isinstance(table, dict):
+        raise UsageError(f"'{AUTHORS_KEY}' of workload '{name}' is not a table of frameworks",
+                         f"write each difference as {here}")
+    for framework, entries in table.items():
+        if framework not in discovered():
+            raise UsageError(f"{AUTHORS_KEY}.{framework} of workload '{name}' names no framework",
+                             f"use one of {', '.join(discovered())} in {here}")
+        for i, entry in enumerate(entries if isinstance(entries, list) else [entries], 1):
+            what = f"{AUTHORS_KEY}.{framework} entry {i} of workload '{name}'"
+            keys = set(entry) if isinstance(entry, dict) else set()
+            if keys - {"env"} != set(AUTHOR_FIELDS) or not isinstance(entries, list):
+                raise UsageError(f"{what} has keys {sorted(keys)}",
+                                 f"give exactly {', '.join(AUTHOR_FIELDS)} (and optionally env) in {here}")
+            if entry["aspect"] not in AUTHOR_ASPECTS or entry.get("env", "cpu") not in AUTHOR_ENVS:
+                raise UsageError(f"{what} has aspect {entry['aspect']!r}, env {entry.get('env')!r}",
+                                 f"use an aspect of {', '.join(AUTHOR_ASPECTS)} and env cpu or gpu in {here}")
+            if not all(isinstance(entry[key], str) and entry[key].strip() for key in AUTHOR_FIELDS):
+                raise UsageError(f"{what} has an empty or non-text field", f"write each as a line of text in {here}")
+
+
+def authors_code(name: str) -> dict[str, list[dict[str, str]]]:
+    """{framework: its [[authors.<framework>]] differences} of a workload, validated (see AUTHORS_KEY)."""
+    table = _raw(name).get(AUTHORS_KEY, {})
+    _check_authors(table, name)
+    return table
+
+
+def for_framework(spec: dict[str, Any], framework: str) -> dict[str, Any]:
+    """The resolved spec a run of `framework` carries (its request, run.json): the authors' differences of that
+    framework only, none when it has none."""
+    authors = spec.get(AUTHORS_KEY)
+    if authors is None:
+        return spec
+    mine = {k: v for k, v in spec.items() if k != AUTHORS_KEY}
+    if authors.get(framework):
+        mine[AUTHORS_KEY] = {framework: authors[framework]}
+    return mine
 
 
 def departing_profiles(name: str) -> dict[str, str]:

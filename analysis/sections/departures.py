@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from analysis.context import ReportContext
-from analysis.departures import departures, profile_departures
+from analysis.departures import authors_code_departures, departures, profile_departures
 from analysis.document import Block, Bullets, Heading, Inline, Para, Table
 from analysis.eras import (
     REGISTRY_BASE,
@@ -54,7 +54,7 @@ def departures_section(ctx: ReportContext) -> list[Block]:
     if not mine:
         return [heading, Para("No paper-era runs in this campaign: the departures of the kit's paper-era setup from "
                               "the paper (analysis/departures.py) are listed with paper-era runs (e.g. "
-                              "`make cpu-cnn ERA=paper`)."), *departing_profiles(ctx)]
+                              "`make cpu-cnn ERA=paper`)."), *departing_profiles(ctx), *authors_code(ctx)]
     rows: list[list[Inline]] = []
     for d in departures():
         concerned = [r for r in mine if d.concerns(r)]
@@ -69,6 +69,7 @@ def departures_section(ctx: ReportContext) -> list[Block]:
                "paper-era runs here"], rows),
         *where_paper_runs_ran(ctx, mine),
         *departing_profiles(ctx),
+        *authors_code(ctx),
     ]
 
 
@@ -89,6 +90,28 @@ def departing_profiles(ctx: ReportContext) -> list[Block]:
              "than the paper's, so that their runs learn within minutes. Each workload spec says why; their "
              "accuracies and times are not those of the paper's setup."),
         Table(["departure", "the paper's setup", "this profile", "recorded in", "runs here"], rows),
+    ]
+
+
+def authors_code(ctx: ReportContext) -> list[Block]:
+    """Where the study authors' own code for the campaign's runs (any era) differs from the workload specs, one row
+    per difference with its estimated or measured effect; nothing when none concerns a run here."""
+    rows: list[list[Inline]] = []
+    for d in authors_code_departures():
+        concerned = [r for r in ctx.campaign.rows if d.concerns(r)]
+        if concerned:
+            rows.append([d.topic, d.stated, d.kit, "; ".join(s.text() for s in d.sources),
+                         [f"{len(concerned)}:", *ctx.run_links(concerned)]])
+    if not rows:
+        return []
+    return [
+        Heading(3, "Where the authors' own code differs from the kit's spec"),
+        Para("The study's authors published the code they ran, one notebook per framework and architecture. The kit "
+             "builds every framework's model from one spec; each row is a difference between that spec and the "
+             "authors' notebook for one of this campaign's framework and workload cells, with the notebook cell and "
+             "the difference's effect (estimated unless it says measured). The whole comparison, the cells that "
+             "match included: docs/notebook-parity.md."),
+        Table(["difference", "the authors' code", "the kit's spec, and the effect", "recorded in", "runs here"], rows),
     ]
 
 

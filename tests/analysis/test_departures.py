@@ -95,8 +95,11 @@ def test_section_lists_every_departure_with_sources_and_the_runs_it_concerns(tmp
 def test_section_is_one_line_without_paper_era_runs(tmp_path: Path) -> None:
     make_run(tmp_path / "now", "pytorch", "cnn-mnist", 1)
     blocks = departures_section(report_context(tmp_path / "now", tmp_path / "out"))
-    assert [type(b) for b in blocks] == [Heading, Para]
+    assert [type(b) for b in blocks[:2]] == [Heading, Para]
     assert blocks[1].text.startswith("No paper-era runs in this campaign")
+    # then only where the authors' code differs for the run's cell (any era)
+    assert [b.text for b in blocks[2:] if isinstance(b, Heading)] == ["Where the authors' own code differs from the "
+                                                                       "kit's spec"]
     assert "`make cpu-cnn ERA=paper`" in blocks[1].text
 
 
@@ -129,9 +132,51 @@ def test_section_lists_the_departing_profiles_of_the_campaigns_runs(tmp_path: Pa
     make_run(campaign, "pytorch", "lstm-ptb", 1, profile="quick", data_source="synthetic")
     make_run(campaign, "keras", "lstm-imdb", 1, profile="quick", data_source="synthetic")  # the paper's model
     blocks = departures_section(report_context(campaign, tmp_path / "out"))
-    assert [type(b) for b in blocks] == [Heading, Para, Heading, Para, Table]
+    assert [type(b) for b in blocks[:5]] == [Heading, Para, Heading, Para, Table]
     assert blocks[1].text.startswith("No paper-era runs in this campaign")
-    (table,) = [b for b in blocks if isinstance(b, Table)]
+    table = blocks[4]
     assert [r[0] for r in table.rows] == ["lstm-ptb: quick profile's model and optimizer"]  # no Many things run here
     assert table.rows[0][4][0] == "1:" and table.rows[0][4][1].text == "pytorch-lstm-ptb-cpu-r1"
     assert "### Profiles that change the paper's model or optimizer" in render_markdown(blocks)
+
+
+def test_every_difference_from_the_authors_code_is_a_departure_sourced_in_their_notebooks() -> None:
+    from campaign.specs import authors_code, known_workloads
+
+    found = dep.authors_code_departures()
+    entries = [(w, fw, e) for w in known_workloads() for fw, es in authors_code(w).items() for e in es]
+    assert len(found) == len(entries) > 0
+    # Every published DLBench cell's authors (six frameworks, seven CNN and LSTM workloads) are compared.
+    assert {(w, fw) for w, fw, _ in entries} >= {(w, fw) for w in ("cnn-mnist", "cnn-cifar100", "lstm-imdb",
+                                                                  "seq2seq-manythings")
+                                                 for fw in ("tensorflow", "keras", "pytorch", "mxnet", "chainer",
+                                                            "theano")}
+    for d, (workload, framework, entry) in zip(found, entries):
+        assert d.frameworks == (framework,) and d.workloads == (workload,) and d.env == entry.get("env", "")
+        spec_file, notebook = d.sources
+        assert (REPO / spec_file.where).is_file() and spec_file.detail.startswith(f"[[authors.{framework}]]")
+        assert notebook.outside and notebook.where == dep.AUTHORS_REPO
+        assert notebook.detail.startswith(("CPU Experiment/Source Code/", "GPU Experiment/Source Code/")), notebook
+        assert " cell" in notebook.detail and entry["effect"] in d.kit
+
+
+def test_a_run_carries_its_own_frameworks_differences_only() -> None:
+    from campaign.specs import for_framework
+
+    spec = load_spec("cnn-cifar100")
+    assert set(spec["authors"]) == {"tensorflow", "keras", "pytorch", "mxnet", "chainer", "theano"}
+    mine = for_framework(spec, "keras")
+    assert set(mine["authors"]) == {"keras"} and mine["authors"]["keras"] == spec["authors"]["keras"]
+    assert "authors" not in for_framework(spec, "caffe")
+    assert {k: v for k, v in mine.items() if k != "authors"} == {k: v for k, v in spec.items() if k != "authors"}
+
+
+def test_section_lists_the_authors_code_differences_of_the_campaigns_cells(tmp_path: Path) -> None:
+    campaign = tmp_path / "now"
+    make_run(campaign, "keras", "cnn-cifar100", 1)
+    blocks = departures_section(report_context(campaign, tmp_path / "out"))
+    (table,) = [b for b in blocks if isinstance(b, Table)]
+    topics = [row[0] for row in table.rows]
+    assert topics and all(t.startswith("cnn-cifar100: keras's ") for t in topics), topics
+    assert any("6,777,060" in row[1] or "6777060" in row[1] for row in table.rows)  # the notebooks' CIFAR-100 net
+    assert "### Where the authors' own code differs from the kit's spec" in render_markdown(blocks)

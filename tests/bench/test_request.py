@@ -62,6 +62,15 @@ def test_missing_or_broken_files_name_the_fix(tmp_path):
 RAW = {"spa-eng.zip": {"sha256": "ef" * 32, "verified": "sha256 recorded on first download, size verified"}}
 
 
+def test_the_authors_code_differences_are_recorded_and_not_part_of_the_id(tmp_path):
+    spec = dict(minimal_request()["spec"])
+    noted = dict(spec, authors={"keras": [{"aspect": "optimizer", "authors": "a", "kit": "k", "source": "s, cell 2",
+                                           "effect": "e"}]})
+    req = minimal_request(spec=noted)
+    assert req["run_id"] == minimal_request(spec=spec)["run_id"]  # a note about the run, not what it is
+    assert request.read(request.write(tmp_path, req))["spec"]["authors"] == noted["authors"]
+
+
 def _with_raw_files(raw_files) -> dict:
     data = dict(minimal_request()["data"], raw_files=raw_files)
     return minimal_request(data=data)

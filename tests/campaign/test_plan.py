@@ -42,7 +42,9 @@ def test_every_run_is_a_resolved_request(tmp_path):
     assert [r.request["repeat"] for r in runs] == [1, 2] and len({r.run_id for r in runs}) == 2
     req = runs[0].request
     assert request.validate(req) is req and req["run_id"] == request.run_id(req)
-    assert req["spec"] == specs.load("cnn-mnist", "smoke")  # the profile applied on the host
+    # the profile applied on the host; the authors' code differences of the run's framework only
+    assert req["spec"] == specs.for_framework(specs.load("cnn-mnist", "smoke"), "pytorch")
+    assert set(req["spec"]["authors"]) == {"pytorch"}
     assert req["environment"] == {"env_id": "env-pytorch", "image_digest": None}
     assert req["data"]["path"] == "prepared/mnist"  # relative to the data root: no host path in the request
     # smoke: 512 of 600 train rows and 256 of 300 test rows, sorted, the same for every framework and repeat

@@ -66,3 +66,37 @@ def test_profile_model_and_optimizer_errors(tmp_path, monkeypatch, profile, text
     with pytest.raises(UsageError) as err:
         spec.load("toy", "quick")
     assert str(err.value).startswith(text) and "\n" not in str(err.value)
+
+
+GOOD_AUTHOR = ('aspect = "optimizer"\nauthors = "SGD with learning-rate decay"\nkit = "SGD, decoupled weight decay"\n'
+               'source = "CPU Experiment/Source Code/Keras_x.ipynb, cell 7"\neffect = "negligible (estimated)"\n')
+
+
+@pytest.mark.parametrize("authors, text", [
+    ("[[authors.caffe]]\n" + GOOD_AUTHOR, "authors.caffe of workload 'toy' names no framework; use one of "),
+    ("[[authors.keras]]\n" + GOOD_AUTHOR.replace('effect = "negligible (estimated)"\n', ""),
+     "authors.keras entry 1 of workload 'toy' has keys ['aspect', 'authors', 'kit', 'source']; give exactly aspect, "),
+    ("[[authors.keras]]\n" + GOOD_AUTHOR.replace('"optimizer"', '"speed"'),
+     "authors.keras entry 1 of workload 'toy' has aspect 'speed', env None; use an aspect of architecture, "),
+    ("[[authors.keras]]\n" + GOOD_AUTHOR + 'env = "tpu"\n', "authors.keras entry 1 of workload 'toy' has aspect "
+     "'optimizer', env 'tpu'"),
+    ("[[authors.keras]]\n" + GOOD_AUTHOR.replace('kit = "SGD, decoupled weight decay"', 'kit = " "'),
+     "authors.keras entry 1 of workload 'toy' has an empty or non-text field"),
+    ("[authors.keras]\n" + GOOD_AUTHOR, "authors.keras entry 1 of workload 'toy' has keys"),
+])
+def test_authors_code_entries_are_refused_in_one_line(tmp_path, monkeypatch, authors, text):
+    toy = 'name = "toy"\n[model]\nmaxlen = 5\nlayers = []\n[training]\nepochs = 1\n' + authors
+    add_study(monkeypatch, tmp_path, "t", workloads={"toy": toy})
+    for call in (lambda: spec.load("toy"), lambda: spec.authors_code("toy")):
+        with pytest.raises(UsageError) as err:
+            call()
+        assert str(err.value).startswith(text) and "\n" not in str(err.value), str(err.value)
+
+
+def test_authors_code_travels_in_the_resolved_spec(tmp_path, monkeypatch):
+    toy = ('name = "toy"\n[model]\nmaxlen = 5\nlayers = []\n[training]\nepochs = 1\n[[authors.keras]]\n'
+           + GOOD_AUTHOR + 'env = "gpu"\n')
+    add_study(monkeypatch, tmp_path, "t", workloads={"toy": toy})
+    (entry,) = spec.load("toy")["authors"]["keras"]
+    assert entry["env"] == "gpu" and entry["source"].endswith("cell 7")
+    assert spec.authors_code("toy") == {"keras": [entry]}
