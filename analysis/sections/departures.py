@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from analysis.context import ReportContext
-from analysis.departures import authors_code_departures, departures, profile_departures
+from analysis.departures import Departure, authors_code_departures, departures, profile_departures
 from analysis.document import Block, Bullets, Heading, Inline, Para, Table
 from analysis.eras import (
     REGISTRY_BASE,
@@ -73,15 +73,22 @@ def departures_section(ctx: ReportContext) -> list[Block]:
     ]
 
 
-def departing_profiles(ctx: ReportContext) -> list[Block]:
-    """The profiles of this campaign's runs (any era) that train another model or optimizer than the paper's;
-    nothing when none does."""
+def concerning(ctx: ReportContext, found: tuple[Departure, ...]) -> list[list[Inline]]:
+    """A table row per departure that concerns any of the campaign's runs (any era): topic, what is stated, what the
+    kit does, where each is recorded, and the runs."""
     rows: list[list[Inline]] = []
-    for d in profile_departures():
+    for d in found:
         concerned = [r for r in ctx.campaign.rows if d.concerns(r)]
         if concerned:
             rows.append([d.topic, d.stated, d.kit, "; ".join(s.text() for s in d.sources),
                          [f"{len(concerned)}:", *ctx.run_links(concerned)]])
+    return rows
+
+
+def departing_profiles(ctx: ReportContext) -> list[Block]:
+    """The profiles of this campaign's runs (any era) that train another model or optimizer than the paper's;
+    nothing when none does."""
+    rows = concerning(ctx, profile_departures())
     if not rows:
         return []
     return [
@@ -96,12 +103,7 @@ def departing_profiles(ctx: ReportContext) -> list[Block]:
 def authors_code(ctx: ReportContext) -> list[Block]:
     """Where the study authors' own code for the campaign's runs (any era) differs from the workload specs, one row
     per difference with its estimated or measured effect; nothing when none concerns a run here."""
-    rows: list[list[Inline]] = []
-    for d in authors_code_departures():
-        concerned = [r for r in ctx.campaign.rows if d.concerns(r)]
-        if concerned:
-            rows.append([d.topic, d.stated, d.kit, "; ".join(s.text() for s in d.sources),
-                         [f"{len(concerned)}:", *ctx.run_links(concerned)]])
+    rows = concerning(ctx, authors_code_departures())
     if not rows:
         return []
     return [
