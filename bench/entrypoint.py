@@ -42,6 +42,7 @@ from bench import (
     pythonbuild,
     request,
     schema,
+    seqaccuracy,
     switches,
     threads,
 )
@@ -220,6 +221,10 @@ def train(req: dict, data_dir: Path, out: Path, record: dict) -> None:
                       req["framework"], req["era"])
     else:
         train_epochs(trainer, wl["training"]["epochs"], out, record)
+        if modelplan.LOSSES.get(wl["training"]["loss"], ("",))[0] == "sequence":
+            # The final weights under the study authors' accuracy definitions too (bench/seqaccuracy.py)
+            record["results"]["authors_accuracy"] = seqaccuracy.measure(trainer, data.test,
+                                                                        int(wl["training"]["batch_size"]))
 
 
 def record_environment(req: dict, record: dict):

@@ -14,7 +14,7 @@ import tomllib
 from typing import Any
 
 import studies
-from bench import request
+from bench import request, seqaccuracy
 from bench.errors import UsageError
 from bench.names import is_plain
 
@@ -40,6 +40,9 @@ DEPARTING_KEYS = ("optimizer", MODEL_TABLE)
 AUTHORS_KEY = request.AUTHORS_KEY
 AUTHOR_FIELDS = ("aspect", "authors", "kit", "source", "effect")
 AUTHOR_ENVS = ("cpu", "gpu")  # the optional `env`: the one environment whose code differs
+# The optional `definition` of an "accuracy" difference: which of bench/seqaccuracy.py's definitions the authors'
+# code scores (the report sets that one beside their published figure), or NO_DEFINITION where none of them is it.
+NO_DEFINITION = "none"
 AUTHOR_ASPECTS = ("architecture", "initializers", "optimizer", "regularization", "preprocessing", "data", "batch",
                   "epochs", "shuffling", "loss", "accuracy", "clock")
 
@@ -144,9 +147,13 @@ def _check_authors(table: Any, name: str) -> None:
         for i, entry in enumerate(entries if isinstance(entries, list) else [entries], 1):
             what = f"{AUTHORS_KEY}.{framework} entry {i} of workload '{name}'"
             keys = set(entry) if isinstance(entry, dict) else set()
-            if keys - {"env"} != set(AUTHOR_FIELDS) or not isinstance(entries, list):
+            if keys - {"env", "definition"} != set(AUTHOR_FIELDS) or not isinstance(entries, list):
                 raise UsageError(f"{what} has keys {sorted(keys)}",
-                                 f"give exactly {', '.join(AUTHOR_FIELDS)} (and optionally env) in {here}")
+                                 f"give exactly {', '.join(AUTHOR_FIELDS)} (and optionally env, definition) in {here}")
+            definitions = (*seqaccuracy.DEFINITIONS, NO_DEFINITION)
+            if "definition" in entry and (entry["aspect"] != "accuracy" or entry["definition"] not in definitions):
+                raise UsageError(f"{what} has definition {entry['definition']!r} (aspect {entry['aspect']!r})",
+                                 f"give an accuracy difference one of {', '.join(definitions)} in {here}")
             if entry["aspect"] not in AUTHOR_ASPECTS or entry.get("env", "cpu") not in AUTHOR_ENVS:
                 raise UsageError(f"{what} has aspect {entry['aspect']!r}, env {entry.get('env')!r}",
                                  f"use an aspect of {', '.join(AUTHOR_ASPECTS)} and env cpu or gpu in {here}")

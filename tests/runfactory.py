@@ -86,7 +86,7 @@ def make_run(campaign: Path, framework: str, workload: str, repeat: int, *,
              framework_version: str | None = None, other: Sequence[float] | None = None,
              gpu_others: Sequence[int] | None = None, majority: float | None = None,
              sweep: dict[str, Any] | None = None, environment: dict[str, Any] | None = None,
-             host: dict[str, Any] | None = None) -> Path:
+             host: dict[str, Any] | None = None, results: dict[str, Any] | None = None) -> Path:
     """Write one complete run dir (run.json, metrics.jsonl, monitor.csv, log.txt) and return it.
 
     ``cached`` overrides run.json's monitor summary (default: the true window means), so a test
@@ -101,7 +101,8 @@ def make_run(campaign: Path, framework: str, workload: str, repeat: int, *,
     Python it ran on (host.python and environment.python), ``framework_version`` what
     environment.framework_version records (default "<framework>-1.0"); runner "system" records
     environment.system (system_environment). ``environment`` and ``host`` add to (or replace) run.json's
-    sections of those names (e.g. environment.python_build, environment.base, host.cpu_flags).
+    sections of those names (e.g. environment.python_build, environment.base, host.cpu_flags); ``results`` adds to
+    run.json's results (e.g. a sequence run's authors_accuracy).
     """
     era_tag = "" if era == "current" else f"-{era}"
     run_id = run_id or f"{framework}-{workload}-{device}{era_tag}-r{repeat}"
@@ -158,6 +159,7 @@ def make_run(campaign: Path, framework: str, workload: str, repeat: int, *,
                             train_start_unix=start, train_end_unix=end)
     record["results"].update(test_accuracy=accuracy if ok else None, final_loss=0.1,
                              epochs_completed=epochs if ok else 1)
+    record["results"].update(results or {})
     record["monitor"] = summary
     finish(record, None if ok else {"cause": cause, "message": message})
     record.update(started_at="2026-11-23T10:00:00+00:00", finished_at="2026-11-23T10:05:00+00:00")

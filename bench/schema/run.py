@@ -29,6 +29,7 @@ from bench.schema.runfields import (
     FAILURE_CAUSES,
     ITERATION_STATS,
     PYTHON_BUILD_FLAGS,
+    RUN_AUTHORS_ACCURACY_FIELDS,
     RUN_BASE_FIELDS,
     RUN_COLLECTIVE_FIELDS,
     RUN_COLLECTIVE_SIZE_FIELDS,
@@ -75,6 +76,7 @@ def validate_run(obj: dict, where: str = RUN_FILE) -> dict:
     _check_collective(obj, where)
     _check_throughput(obj, where)
     _check_inference(obj, where)
+    _check_authors_accuracy(obj["results"].get("authors_accuracy"), f"{where}: results.authors_accuracy")
     _check_fields(obj["monitor"], {k: t for k, t in RUN_MONITOR_CONTENTION_FIELDS.items() if k in obj["monitor"]},
                   f"{where}: monitor")
     _check_fields(obj["dataset"], {k: t for k, t in RUN_DATASET_FIELDS.items() if k in obj["dataset"]},
@@ -195,6 +197,17 @@ def _check_inference(obj, where):
         raise SchemaError(f"{where}: results.s_per_1000_images {per_1000} is not 1000 / images_per_s {rate}")
     if obj["status"] == "ok" and rate is None:
         raise SchemaError(f"{where}: an ok inference run needs results.images_per_s and s_per_1000_images")
+
+
+def _check_authors_accuracy(table, where):
+    """results.authors_accuracy (RUN_AUTHORS_ACCURACY_FIELDS), when present: exactly its definitions, each in [0, 1]
+    or null."""
+    if table is None:
+        return
+    _check_fields(table, RUN_AUTHORS_ACCURACY_FIELDS, where)
+    values = table.values()
+    if set(table) != set(RUN_AUTHORS_ACCURACY_FIELDS) or any(v is not None and not 0 <= v <= 1 for v in values):
+        raise SchemaError(f"{where}: needs exactly {', '.join(RUN_AUTHORS_ACCURACY_FIELDS)}, each in [0, 1] or null")
 
 
 def _check_raw_files(raw_files, where):

@@ -6,6 +6,7 @@ Standard library only, CPython 3.6-clean.
 
 from typing import Optional
 
+from bench import seqaccuracy
 from bench.schema.base import NUM, OPT_DICT, OPT_INT, OPT_NUM, OPT_STR
 
 # The workload family whose runs time a collective (bench/collectives) instead of training a model.
@@ -197,6 +198,9 @@ RUN_THROUGHPUT_FIELDS = {"ranks": (int,), "images_per_ms": OPT_NUM}
 # inference runs may have it, an ok one must): the forward passes' batch_size, images_per_s = batch_size / mean
 # measured seconds per batch, s_per_1000_images = 1000 / images_per_s (ilkarman's unit); null until measured.
 RUN_INFERENCE_FIELDS = {"batch_size": (int,), "images_per_s": OPT_NUM, "s_per_1000_images": OPT_NUM}
+# results.authors_accuracy of a sequence model's epoch run (bench/seqaccuracy.py; optional: runs before it, failed
+# runs and other models lack it): the final weights' test accuracy under each definition, in [0, 1] or null.
+RUN_AUTHORS_ACCURACY_FIELDS = {name: OPT_NUM for name in seqaccuracy.DEFINITIONS}
 
 
 def failure_kind(failure: Optional[dict]) -> Optional[str]:

@@ -143,6 +143,22 @@ def test_the_gpu_a_run_was_given_is_optional_and_checked_when_present(tmp_path):
         schema.write_run(tmp_path, record)
 
 
+def test_a_sequence_runs_authors_accuracies_are_optional_and_checked_when_present(tmp_path):
+    record = minimal_run()
+    assert "authors_accuracy" not in record["results"]  # other models, failed runs and runs before it lack them
+    record["results"]["authors_accuracy"] = {"real_tokens": 0.61, "padding_counted": 0.83, "end_step_counted": None}
+    schema.write_run(tmp_path, record)
+    assert schema.read_run(tmp_path)["results"]["authors_accuracy"]["padding_counted"] == 0.83
+    for bad in ({"real_tokens": 0.61, "padding_counted": 1.5, "end_step_counted": None},
+                {"real_tokens": 0.61, "padding_counted": 0.83, "end_step_counted": None, "copy_task": 1.0}):
+        record["results"]["authors_accuracy"] = bad
+        with pytest.raises(schema.SchemaError, match="results.authors_accuracy: needs exactly real_tokens, "):
+            schema.write_run(tmp_path, record)
+    record["results"]["authors_accuracy"] = {"real_tokens": 0.61}
+    with pytest.raises(schema.SchemaError, match="results.authors_accuracy: missing field 'padding_counted'"):
+        schema.write_run(tmp_path, record)
+
+
 def _iterations_run(ranks=None) -> dict:
     """An ok iteration-protocol run.json of a ranks sweep at `ranks` (None: no sweep), with its throughput."""
     spec = {"name": "cnn-mnist", "dataset": "mnist",

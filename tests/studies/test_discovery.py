@@ -39,7 +39,8 @@ def _fresh_cache():
 def test_the_kits_studies_are_found_in_their_order():
     assert studies.names() == ["dlbench", "wu", "shi", "ilkarman", "shams"]
     assert [c.study for c in studies.claims()][:1] == ["DLBench"] and studies.claims()[-1].id == "Shams-3"
-    assert [s.__name__ for s in studies.sections()] == ["wu_section", "shi_section", "ilkarman_section"]
+    assert [s.__name__ for s in studies.sections()] == ["dlbench_section", "wu_section", "shi_section",
+                                                        "ilkarman_section"]
     # Every workload lives in the folder of the study its spec names.
     for name, path in studies.workload_files().items():
         assert specs.load(name)["study"] == path.parent.parent.name, name

@@ -367,8 +367,9 @@ class KerasTrainer:
         return float(result["accuracy"])
 
     def outputs(self, batch: dict[str, np.ndarray]) -> np.ndarray:
-        """Logits (N, T, classes) of an encoder-decoder for a batch of role arrays, in inference mode."""
-        inputs = {role: np.asarray(batch[role], dtype=np.int32) for role in ("x", "x_dec")}
+        """Logits of a batch of token-id role arrays in inference mode: (N, T, classes) for sequence labels."""
+        x = np.asarray(batch["x"], dtype=np.int32)
+        inputs = {"x": x, "x_dec": np.asarray(batch["x_dec"], dtype=np.int32)} if self.seq2seq else x
         return np.asarray(self.model.predict_on_batch(inputs))
 
     def synchronize(self) -> None:

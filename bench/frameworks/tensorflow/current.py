@@ -274,9 +274,12 @@ class TFTrainer:
         return int(tf.add_n(correct)) / float(tf.add_n(counts))
 
     def outputs(self, batch: dict[str, np.ndarray]) -> np.ndarray:
-        """Logits (N, T, classes) of an encoder-decoder for a batch of role arrays, in inference mode."""
-        inputs = {role: tf.constant(np.asarray(batch[role], dtype=np.int32)) for role in ("x", "x_dec")}
-        return self.predict_step(inputs).numpy()
+        """Logits of a batch of token-id role arrays in inference mode: (N, T, classes) for sequence labels (an
+        encoder-decoder's through predict_step, which takes any source and target length)."""
+        if self.seq2seq:
+            inputs = {role: tf.constant(np.asarray(batch[role], dtype=np.int32)) for role in ("x", "x_dec")}
+            return self.predict_step(inputs).numpy()
+        return self._logits({"x": tf.constant(np.asarray(batch["x"], dtype=np.int32))}, training=False).numpy()
 
     def synchronize(self) -> None:
         """Wait for queued device work (the epoch's host reads already waited for it)."""
