@@ -34,6 +34,8 @@ def counted_steps(y_len: Optional[np.ndarray], rows: int, steps: int) -> Dict[st
 
 def hits(logits: np.ndarray, y: np.ndarray, y_len: Optional[np.ndarray]) -> Dict[str, np.ndarray]:
     """{definition: [correct, counted]} of one batch: logits (rows, steps, classes), y (rows, steps) labels."""
+    if np.shape(logits)[:-1] != np.shape(y):  # a flattened (rows x steps, classes) would compare wrongly
+        raise ValueError(f"logits of shape {np.shape(logits)} do not match labels of shape {np.shape(y)}")
     right = np.argmax(logits, axis=-1) == y
     return {name: np.array([np.count_nonzero(right & mask), np.count_nonzero(mask)])
             for name, mask in counted_steps(y_len, y.shape[0], y.shape[1]).items()}

@@ -40,6 +40,11 @@ def test_a_row_filling_its_steps_has_no_step_after_them():
     assert found["end_step_counted"].tolist() == found["real_tokens"].tolist() == [2, 3]
 
 
+def test_logits_that_are_not_one_row_of_steps_per_label_row_are_refused():
+    with pytest.raises(ValueError, match=r"logits of shape \(10, 4\) do not match labels of shape \(2, 5\)"):
+        seqaccuracy.hits(logits_for(PREDICTED).reshape(10, 4), Y, Y_LEN)
+
+
 class Recorder:
     """A trainer whose outputs are the fixed predictions of the rows it is given (by the row's first input)."""
 
