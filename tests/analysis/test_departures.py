@@ -113,7 +113,7 @@ def test_profile_departures_read_the_workload_specs() -> None:
     assert "image (short_side 300, max_side 500" in frcnn.kit and "test (" not in frcnn.kit
     ptb = found["lstm-ptb: quick profile's model and optimizer"]
     assert "model embedding 128, lstm 1024, dropout 0.5, lstm 1024, dropout 0.5, dense 10000" in ptb.stated
-    assert "optimizer adadelta (lr 1, rho 0.95, epsilon 1e-07)" in ptb.stated
+    assert "optimizer adadelta (lr 1, rho 0.95, epsilon 1e-06)" in ptb.stated
     assert ptb.kit.startswith("The quick profile trains model embedding 128, lstm 256, dropout 0.5, dense 10000; "
                               "optimizer adam (lr 0.01) instead. Quick runs have minutes on 2 cores.")
     assert "One 256-unit LSTM" in ptb.kit  # the reason, read from the spec
@@ -173,10 +173,10 @@ def test_a_run_carries_its_own_frameworks_differences_only() -> None:
 
 def test_section_lists_the_authors_code_differences_of_the_campaigns_cells(tmp_path: Path) -> None:
     campaign = tmp_path / "now"
-    make_run(campaign, "keras", "cnn-cifar100", 1)
+    make_run(campaign, "chainer", "cnn-cifar100", 1)
     blocks = departures_section(report_context(campaign, tmp_path / "out"))
     (table,) = [b for b in blocks if isinstance(b, Table)]
     topics = [row[0] for row in table.rows]
-    assert topics and all(t.startswith("cnn-cifar100: keras's ") for t in topics), topics
-    assert any("6,777,060" in row[1] or "6777060" in row[1] for row in table.rows)  # the notebooks' CIFAR-100 net
+    assert topics and all(t.startswith("cnn-cifar100: chainer's ") for t in topics), topics
+    assert any("stride 4" in row[1] for row in table.rows)  # Chainer's notebook pools its CIFAR-100 net its own way
     assert "### Where the authors' own code differs from the kit's spec" in render_markdown(blocks)

@@ -32,13 +32,13 @@ WINDOWS = {
         6 * 6 * 64,
     ),
     "cnn-cifar100": (
-        [("conv2d", (32, 32, 128), Pads(1, 1, 1, 1)), ("conv2d", (32, 32, 128), Pads(1, 1, 1, 1)),
-         ("maxpool2d", (16, 16, 128), NO_PADS),
-         ("conv2d", (16, 16, 256), Pads(1, 1, 1, 1)), ("conv2d", (16, 16, 256), Pads(1, 1, 1, 1)),
-         ("maxpool2d", (8, 8, 256), NO_PADS),
-         ("conv2d", (8, 8, 512), Pads(1, 1, 1, 1)), ("conv2d", (8, 8, 512), Pads(1, 1, 1, 1)),
-         ("maxpool2d", (4, 4, 512), NO_PADS)],
-        4 * 4 * 512,
+        [("conv2d", (32, 32, 128), Pads(1, 1, 1, 1)), ("conv2d", (30, 30, 128), NO_PADS),
+         ("maxpool2d", (15, 15, 128), NO_PADS),
+         ("conv2d", (15, 15, 256), Pads(1, 1, 1, 1)), ("conv2d", (13, 13, 256), NO_PADS),
+         ("maxpool2d", (6, 6, 256), NO_PADS),
+         ("conv2d", (6, 6, 512), Pads(1, 1, 1, 1)), ("conv2d", (4, 4, 512), NO_PADS),
+         ("maxpool2d", (2, 2, 512), NO_PADS)],
+        2 * 2 * 512,
     ),
     # 5x5 'same' convolutions (2 on every side); 2x2 'same' pools alternating stride 2 (no padding
     # needed on an even size) and stride 1, where TensorFlow's rule adds one row and one column

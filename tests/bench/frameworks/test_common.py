@@ -20,9 +20,13 @@ def test_every_shipped_spec_names_a_known_optimizer(name, profile):
     assert set(settings) == set(common.OPTIMIZER_DEFAULTS[settings["name"]]) | {"name"}
 
 
-def test_adadelta_is_keras_2s_for_every_framework():
+def test_optimizer_settings_fill_what_a_spec_leaves_out():
+    # lstm-ptb states every Adadelta setting but weight decay (the authors' epsilon 1e-6, not Keras 2's 1e-7);
+    # the quick seq2seq-manythings profile states only Adam's learning rate: Keras 2's defaults fill the rest.
     assert common.optimizer_settings(specs.load("lstm-ptb")) == {
-        "name": "adadelta", "lr": 1.0, "rho": 0.95, "epsilon": 1e-7, "weight_decay": 0.0}
+        "name": "adadelta", "lr": 1.0, "rho": 0.95, "epsilon": 1e-6, "weight_decay": 0.0}
+    assert common.optimizer_settings(specs.load("seq2seq-manythings", "quick")) == {
+        "name": "adam", "lr": 0.01, "beta1": 0.9, "beta2": 0.999, "epsilon": 1e-7, "weight_decay": 0.0}
 
 
 def test_optimizer_errors():
