@@ -156,9 +156,10 @@ test-paper: host ## the paper-image tests (pytest -m paper_image), after buildin
 test-all: host ## every test, slow ones included
 	$(HOSTPY) -m pytest -q tests
 
-lint: host ## ruff, and the CPython 3.6 gate on the in-image payload (images/compat.py)
+lint: host ## ruff, and the CPython 3.6 gate on the in-image payload and the paper tests' in-image script (images/compat.py)
 	$(HOSTPY) -m ruff check .
 	$(HOSTPY) -m images.compat
+	$(HOSTPY) -m images.compat tests/bench/frameworks/paper/inimage.py
 
 LOCK_ENV := .venv/lock
 LOCK_FLAGS := --generate-hashes --allow-unsafe --no-emit-find-links --no-emit-index-url --strip-extras

@@ -58,6 +58,9 @@ NAN_WORKLOAD = "cnn-mnist"
 NAN_LR = 1e38
 RUN_TIMEOUT_S = 900
 INIMAGE_SCRIPT = "inimage.py"
+# inimage.py's EXTRA checks that read a workload's trainer (built as a run builds it): the workload whose smoke spec
+# and probe data go with the check.
+EXTRA_WORKLOADS = {"mnist_layers": "cnn-mnist"}
 CHECKS_MOUNT, DATA_MOUNT = "/checks", "/data"
 
 
@@ -257,18 +260,40 @@ def assert_nan_failed(paper: PaperRuns) -> None:
     assert record["environment"]["image_digest"] == paper.image_digest
 
 
+def assert_authors_model(checks: dict, expected: list[dict], total: int) -> None:
+    """inimage.py's mnist_layers (the cnn-mnist model as the framework's own introspection reports it) is the authors'
+    notebook's: the same neutral layer list, entry by entry, and `total` parameters by the framework's own count,
+    which the expected layers add up to. A mismatch names each layer that differs, both ways round."""
+    assert sum(layer["params"] for layer in expected) == total, "the expected layers do not add up to the total"
+    got = checks["mnist_layers"]
+    diffs = []
+    for i in range(max(len(got["layers"]), len(expected))):
+        have = got["layers"][i] if i < len(got["layers"]) else None
+        want = expected[i] if i < len(expected) else None
+        if have != want:  # keys in one order on both lines, so the two read side by side
+            have, want = (None if d is None else {k: d[k] for k in sorted(d)} for d in (have, want))
+            diffs.append(f"  layer {i}: {checks['framework']} reports {have}\n  {' ' * len(str(i))}        "
+                         f"the notebook has {want}")
+    if got["total"] != total:
+        diffs.append(f"  total: {checks['framework']} counts {got['total']:,} parameters, the notebook {total:,}")
+    assert not diffs, f"{checks['framework']}'s cnn-mnist is not the authors' model:\n" + "\n".join(diffs)
+
+
 def in_image_checks(framework: str, root: Path, padding: tuple[str, ...] = PADDED, evaluations: bool = False,
                     extra: tuple[str, ...] = ()) -> dict:
     """inimage.py's output (and "framework"): the padding check on `padding`'s workloads, with `evaluations` two
-    evaluations of NAN_WORKLOAD's trainer, and the `extra` checks it names, on the probe's data under root/data."""
+    evaluations of NAN_WORKLOAD's trainer, and the `extra` checks it names (those of EXTRA_WORKLOADS on their
+    workload's trainer), on the probe's data under root/data."""
     data_root = root / "data"
-    names = [*padding, *([NAN_WORKLOAD] if evaluations else [])]
+    built = {name: EXTRA_WORKLOADS[name] for name in extra if name in EXTRA_WORKLOADS}
+    names = list(dict.fromkeys([*padding, *([NAN_WORKLOAD] if evaluations else []), *built.values()]))
     for workload in names:
         write_prepared(data_root, smoke_spec(workload))
     data = {w: str(prepared.prepared_dir(Path(DATA_MOUNT), specs.load(w)["dataset"], "synthetic")) for w in names}
     return run_in_image(framework, data_root, {
         "framework": framework, "padding": {w: smoke_spec(w) for w in padding},
-        "evaluations": smoke_spec(NAN_WORKLOAD) if evaluations else None, "extra": list(extra), "data": data})
+        "evaluations": smoke_spec(NAN_WORKLOAD) if evaluations else None, "extra": list(extra),
+        "extra_specs": {name: smoke_spec(w) for name, w in built.items()}, "data": data})
 
 
 def paper_fixture(framework: str, module: str, weight: float):

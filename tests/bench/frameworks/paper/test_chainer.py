@@ -32,8 +32,34 @@ pytestmark = [pytest.mark.slow, pytest.mark.paper_image]
 FRAMEWORK = "chainer"
 LSTMS = tuple(w for w in harness.WORKLOADS if specs.load(w)["family"] == "lstm")
 paper = harness.paper_fixture(FRAMEWORK, __name__, weight=115)
-checks = harness.checks_fixture(FRAMEWORK, __name__, weight=5)
+checks = harness.checks_fixture(FRAMEWORK, __name__, weight=5, extra=("mnist_layers",))
 cases = experiments.cases_fixture(FRAMEWORK, __name__, weight=250)
+
+# The authors' cnn-mnist (issue 32; docs/notebook-parity.md section 1): DataSystemsGroupUT/DLBench,
+# "CPU Experiment/Source Code/Chainer_MNIST_CIFAR10_CIFAR100_SVHC_CNN.ipynb" (commit 2f2a4bae), cell 2, class
+# modelMNIST: links declared in its init_scope, the forward in chainer.functions on 1x28x28 images. Per layer, as
+# harness.assert_authors_model compares it (activations folded into their layer):
+AUTHORS_MNIST = [
+    # Convolution2D(1, 32, ksize 3), no pad, then F.relu: 32*1*3*3 + 32 = 320 -> 32x26x26
+    {"kind": "conv", "out": [32, 26, 26], "params": 320, "act": "relu", "kernel": [3, 3]},
+    # Convolution2D(32, 64, ksize 3), then F.relu: 64*32*3*3 + 64 = 18,496 -> 64x24x24
+    {"kind": "conv", "out": [64, 24, 24], "params": 18_496, "act": "relu", "kernel": [3, 3]},
+    # F.max_pooling_2d, ksize 2 (stride = ksize; cover_all left True, the kit's False: 24 -> 12 both ways)
+    {"kind": "maxpool", "out": [64, 12, 12], "params": 0, "pool": [2, 2]},
+    # F.dropout 0.25
+    {"kind": "dropout", "out": [64, 12, 12], "params": 0, "rate": 0.25},
+    # F.flatten, then a reshape to (-1, 9216): two reshapes in the notebook's graph, one flatten to 64*12*12 = 9,216
+    # in the kit's; the list has one entry for the pair
+    {"kind": "flatten", "out": [9216], "params": 0},
+    # Linear(None, 128), then F.relu: 9,216*128 + 128 = 1,179,776
+    {"kind": "dense", "out": [128], "params": 1_179_776, "act": "relu"},
+    # F.dropout 0.5
+    {"kind": "dropout", "out": [128], "params": 0, "rate": 0.5},
+    # Linear(128, 10): 128*10 + 10 = 1,290; in training mode (never left: docs/notebook-parity.md note 4) the
+    # notebook returns these logits to F.softmax_cross_entropy, as the kit does
+    {"kind": "dense", "out": [10], "params": 1_290, "act": "linear"},
+]
+AUTHORS_MNIST_PARAMS = 1_199_882  # 320 + 18,496 + 1,179,776 + 1,290
 
 
 def test_every_shared_test_is_collected_here():
@@ -71,3 +97,9 @@ def test_the_nan_is_the_modules_own_check(paper):
     # Per step, not the entrypoint's after the epoch.
     message = schema.read_run(paper.nan)["failure"]["message"]
     assert re.match(r"NonFiniteLoss: loss became (nan|inf|-inf) at step \d+ of epoch 1$", message), message
+
+
+def test_cnn_mnist_is_the_authors_model(checks):
+    """The cnn-mnist chain as Chainer 4.5.0's computational graph shows it (inimage.py mnist_layers) is the
+    authors' model: AUTHORS_MNIST layer by layer, and AUTHORS_MNIST_PARAMS parameters by its own count."""
+    harness.assert_authors_model(checks, AUTHORS_MNIST, AUTHORS_MNIST_PARAMS)

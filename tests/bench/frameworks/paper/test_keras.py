@@ -32,10 +32,36 @@ pytestmark = [pytest.mark.slow, pytest.mark.paper_image]
 
 FRAMEWORK = "keras"
 paper = harness.paper_fixture(FRAMEWORK, __name__, weight=90)
-checks = harness.checks_fixture(FRAMEWORK, __name__, weight=5, evaluations=True, extra=("keras_weight_decay",))
+checks = harness.checks_fixture(FRAMEWORK, __name__, weight=5, evaluations=True,
+                                extra=("keras_weight_decay", "mnist_layers"))
 cases = experiments.cases_fixture(FRAMEWORK, __name__, weight=200)
 RESNET56, GRU, FEATURES = (("shi-cpu", "resnet56-cifar10"), ("ilkarman-train-cpu", "gru-imdb"),
                             ("ilkarman-features-cpu", "resnet50-features-synthetic"))
+
+# The authors' cnn-mnist (issue 32; docs/notebook-parity.md section 1): DataSystemsGroupUT/DLBench,
+# "CPU Experiment/Source Code/Keras_MNIST_CIFAR10_CIFAR100_SVHC_CNN.ipynb" (commit df5a5d1e), cell 2, model_MNIST: a
+# Sequential over 28x28x1 images (channels_last), no padding given anywhere ('valid'). Per layer, as
+# harness.assert_authors_model compares it (shapes channels first, activations folded into their layer):
+AUTHORS_MNIST = [
+    # Conv2D, 32 kernels of 3x3, ReLU, on 28x28x1: 3*3*1*32 + 32 = 320 -> 26x26x32
+    {"kind": "conv", "out": [32, 26, 26], "params": 320, "act": "relu", "kernel": [3, 3]},
+    # Conv2D, 64 kernels of 3x3, ReLU: 3*3*32*64 + 64 = 18,496 -> 24x24x64
+    {"kind": "conv", "out": [64, 24, 24], "params": 18_496, "act": "relu", "kernel": [3, 3]},
+    # MaxPooling2D, pool 2x2 (stride = pool): -> 12x12x64
+    {"kind": "maxpool", "out": [64, 12, 12], "params": 0, "pool": [2, 2]},
+    # Dropout 0.25
+    {"kind": "dropout", "out": [64, 12, 12], "params": 0, "rate": 0.25},
+    # Flatten: 12*12*64 = 9,216
+    {"kind": "flatten", "out": [9216], "params": 0},
+    # Dense 128, ReLU: 9,216*128 + 128 = 1,179,776
+    {"kind": "dense", "out": [128], "params": 1_179_776, "act": "relu"},
+    # Dropout 0.5
+    {"kind": "dropout", "out": [128], "params": 0, "rate": 0.5},
+    # Dense 10 (pnumClasses) with softmax: 128*10 + 10 = 1,290. The notebook's softmax is in this layer, the kit's in
+    # its loss (logits here, bench/modelplan.py): the same function of the input, so the test expects "linear".
+    {"kind": "dense", "out": [10], "params": 1_290, "act": "linear"},
+]
+AUTHORS_MNIST_PARAMS = 1_199_882  # 320 + 18,496 + 1,179,776 + 1,290
 
 
 def test_every_shared_test_is_collected_here():
@@ -113,3 +139,9 @@ def test_infer_extracts_resnet50_features(cases):
     run = cases.record(FEATURES)
     assert run["device_used"]["loss"].startswith("none: a features model")
     assert run["device_used"]["optimizer_impl"].startswith("none")
+
+
+def test_cnn_mnist_is_the_authors_model(checks):
+    """The cnn-mnist model as Keras 2.2.4's own model.layers report it (inimage.py mnist_layers) is the
+    authors' model: AUTHORS_MNIST layer by layer, and AUTHORS_MNIST_PARAMS parameters by its own count."""
+    harness.assert_authors_model(checks, AUTHORS_MNIST, AUTHORS_MNIST_PARAMS)

@@ -33,8 +33,32 @@ FRAMEWORK = "mxnet"
 CNNS = tuple(w for w in harness.WORKLOADS if w.startswith("cnn-"))
 SEQUENCES = tuple(w for w in harness.WORKLOADS if w not in CNNS)
 paper = harness.paper_fixture(FRAMEWORK, __name__, weight=95)
-checks = harness.checks_fixture(FRAMEWORK, __name__, weight=5, evaluations=True)
+checks = harness.checks_fixture(FRAMEWORK, __name__, weight=5, evaluations=True, extra=("mnist_layers",))
 cases = experiments.cases_fixture(FRAMEWORK, __name__, weight=150)
+
+# The authors' cnn-mnist (issue 32; docs/notebook-parity.md section 1): DataSystemsGroupUT/DLBench,
+# "CPU Experiment/Source Code/MXNet_MNIST_CIFAR10_CIFAR100_SVHC_CNN.ipynb" (commit 2f2a4ba), cell 2, modelMNIST: a
+# gluon.nn.Sequential over NCHW images, every layer's input size left for Gluon to infer. Per layer, as
+# harness.assert_authors_model compares it (activations folded into their layer):
+AUTHORS_MNIST = [
+    # Conv2D, 32 channels, kernel 3, ReLU, no padding, on 1x28x28: 32*1*3*3 + 32 = 320 -> 32x26x26
+    {"kind": "conv", "out": [32, 26, 26], "params": 320, "act": "relu", "kernel": [3, 3]},
+    # Conv2D, 64 channels, kernel 3, ReLU: 64*32*3*3 + 64 = 18,496 -> 64x24x24
+    {"kind": "conv", "out": [64, 24, 24], "params": 18_496, "act": "relu", "kernel": [3, 3]},
+    # MaxPool2D, pool 2, stride 2: -> 64x12x12
+    {"kind": "maxpool", "out": [64, 12, 12], "params": 0, "pool": [2, 2]},
+    # Dropout 0.25
+    {"kind": "dropout", "out": [64, 12, 12], "params": 0, "rate": 0.25},
+    # Flatten: 64*12*12 = 9,216
+    {"kind": "flatten", "out": [9216], "params": 0},
+    # Dense 128, ReLU: 9,216*128 + 128 = 1,179,776
+    {"kind": "dense", "out": [128], "params": 1_179_776, "act": "relu"},
+    # Dropout 0.5
+    {"kind": "dropout", "out": [128], "params": 0, "rate": 0.5},
+    # Dense 10 (pnumClasses), no activation: 128*10 + 10 = 1,290, logits for SoftmaxCrossEntropyLoss, as in the kit
+    {"kind": "dense", "out": [10], "params": 1_290, "act": "linear"},
+]
+AUTHORS_MNIST_PARAMS = 1_199_882  # 320 + 18,496 + 1,179,776 + 1,290
 
 
 def test_every_shared_test_is_collected_here():
@@ -92,3 +116,9 @@ def test_two_threads_train_on_one_engine_worker(tmp_path):
 def test_a_residual_network_is_built_of_gluon_batchnorm(cases):
     # resnet56-cifar10 (experiments.py): residual blocks, batchnorm and bias-free convolutions through 1.3.0's Gluon.
     assert "BatchNorm" in cases.record(("shi-cpu", "resnet56-cifar10"))["device_used"]["kernels"]["batchnorm"]
+
+
+def test_cnn_mnist_is_the_authors_model(checks):
+    """The cnn-mnist network as MXNet 1.3.0's own symbol reports it (inimage.py mnist_layers) is the
+    authors' model: AUTHORS_MNIST layer by layer, and AUTHORS_MNIST_PARAMS parameters by its own count."""
+    harness.assert_authors_model(checks, AUTHORS_MNIST, AUTHORS_MNIST_PARAMS)

@@ -28,8 +28,32 @@ pytestmark = [pytest.mark.slow, pytest.mark.paper_image]
 
 FRAMEWORK = "tensorflow"
 paper = harness.paper_fixture(FRAMEWORK, __name__, weight=75)
-checks = harness.checks_fixture(FRAMEWORK, __name__, weight=5, evaluations=True)
+checks = harness.checks_fixture(FRAMEWORK, __name__, weight=5, evaluations=True, extra=("mnist_layers",))
 cases = experiments.cases_fixture(FRAMEWORK, __name__, weight=150)
+
+# The authors' cnn-mnist (issue 32; docs/notebook-parity.md section 1): DataSystemsGroupUT/DLBench,
+# "CPU Experiment/Source Code/Tensorflow_MNIST_CIFAR10_CIFAR100_SVHC_CNN.ipynb" (commit 2f2a4bae), cell 2, class
+# ModelMNIST: its variables made with tf.get_variable and its forward written in tf.nn / tf.layers ops on NHWC
+# images. Per layer, as harness.assert_authors_model compares it (shapes channels first, activations folded):
+AUTHORS_MNIST = [
+    # conv2d VALID with Wconv1 [3, 3, 1, 32] plus bconv1 [32], then relu: 288 + 32 = 320 -> 26x26x32
+    {"kind": "conv", "out": [32, 26, 26], "params": 320, "act": "relu", "kernel": [3, 3]},
+    # conv2d VALID with Wconv2 [3, 3, 32, 64] plus bconv2 [64], then relu: 18,432 + 64 = 18,496 -> 24x24x64
+    {"kind": "conv", "out": [64, 24, 24], "params": 18_496, "act": "relu", "kernel": [3, 3]},
+    # tf.layers.max_pooling2d, pool 2x2, stride 2: -> 12x12x64
+    {"kind": "maxpool", "out": [64, 12, 12], "params": 0, "pool": [2, 2]},
+    # tf.layers.dropout, rate 0.25 (on while the is_training placeholder is True)
+    {"kind": "dropout", "out": [64, 12, 12], "params": 0, "rate": 0.25},
+    # tf.reshape to [-1, 9216]: 12*12*64
+    {"kind": "flatten", "out": [9216], "params": 0},
+    # matmul with W1 [9216, 128] plus b1 [128], then relu: 1,179,648 + 128 = 1,179,776
+    {"kind": "dense", "out": [128], "params": 1_179_776, "act": "relu"},
+    # tf.layers.dropout, rate 0.5
+    {"kind": "dropout", "out": [128], "params": 0, "rate": 0.5},
+    # matmul with W2 [128, 10] plus b2 [10]: 1,280 + 10 = 1,290, the logits (the softmax is in the loss, as in the kit)
+    {"kind": "dense", "out": [10], "params": 1_290, "act": "linear"},
+]
+AUTHORS_MNIST_PARAMS = 1_199_882  # the sizes of the notebook's eight variables: 320 + 18,496 + 1,179,776 + 1,290
 
 
 def test_every_shared_test_is_collected_here():
@@ -72,3 +96,9 @@ def test_tensorflow_kernels(paper, workload):
 def test_dropout_is_off_at_test_time(checks):
     first, again = checks["evaluations"]
     assert first == again
+
+
+def test_cnn_mnist_is_the_authors_model(checks):
+    """The cnn-mnist graph as TensorFlow 1.11 itself holds its ops and variables (inimage.py mnist_layers) is the
+    authors' model: AUTHORS_MNIST layer by layer, and AUTHORS_MNIST_PARAMS parameters by its own count."""
+    harness.assert_authors_model(checks, AUTHORS_MNIST, AUTHORS_MNIST_PARAMS)
