@@ -87,8 +87,10 @@ LSTM_OPTIMIZERS = {
     "seq2seq-manythings": {"name": "adam", "lr": 1e-4, "beta1": 0.9, "beta2": 0.999, "epsilon": 1e-8,
                            "weight_decay": 0.0},
 }
-# What every framework's probe trains (smoke sizes): all seven DLBench workloads.
-PROBED = ("cnn-mnist", "lstm-imdb", "cnn-cifar10", "cnn-cifar100", "cnn-svhn", "lstm-ptb", "seq2seq-manythings")
+# What every framework's probe trains (smoke sizes): every DLBench CNN and LSTM workload, read from the study's
+# specs (the detector has tests of its own: tests/bench/detection/).
+PROBED = tuple(w for w in spec.known_workloads()
+               if spec.load(w)["study"] == "dlbench" and spec.load(w)["family"] in ("cnn", "lstm"))
 # Sequence workloads whose LSTM outputs must not depend on padding (the probe measures it).
 PADDED = ("lstm-imdb", "seq2seq-manythings")
 # The probed CNN specs: built in every framework with KERAS_COUNTS' count. The other studies' networks

@@ -1,7 +1,7 @@
 """The MXNet (Gluon) framework module, run for real inside its hash-locked environment.
 
 The environment is built with images.envs.ensure_env (seconds to minutes on first use, then
-cached); the probe (probe.py beside this file) trains all seven DLBench workloads (check.PROBED)
+cached); the probe (probe.py beside this file) trains every DLBench CNN and LSTM workload (check.PROBED)
 in it on small learnable data with one thread, and the same properties are asserted as for
 PyTorch and Keras in test_pytorch_keras.py (the shared checks: check.py).
 """

@@ -1,6 +1,6 @@
 """The TensorFlow module, run for real inside its hash-locked environment (slow: builds it once).
 
-The probe (probe.py beside this file) trains all seven DLBench workloads (smoke sizes) with one
+The probe (probe.py beside this file) trains every DLBench CNN and LSTM workload (check.PROBED, smoke sizes) with one
 thread; a second script checks, in the same environment, that the CPU LSTMs (TensorFlow's fused
 BlockLSTM kernel and the split recurrence with its own gradient) and the GPU formulation
 (tf.keras.layers.LSTM with a right-padded mask, run here by TensorFlow's loop) are the same

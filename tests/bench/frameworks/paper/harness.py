@@ -50,7 +50,7 @@ ERA = "paper"
 CAMPAIGN = "paper-images"  # the results folder the runs are published in
 EPOCHS = 3
 PYTHON = "3.6.15"  # the paper base's CPython, inside every paper image
-WORKLOADS = check.PROBED  # every DLBench workload (studies/dlbench/study.toml): each paper module runs all seven
+WORKLOADS = check.PROBED  # every DLBench CNN and LSTM workload: each paper module runs them all
 PADDED = check.PADDED  # the workloads whose LSTM reads real lengths
 NAN_WORKLOAD = "cnn-mnist"
 # The probe's absurd learning rate (tests/bench/frameworks/probe.py nan_check): near float32's largest, so the
