@@ -12,7 +12,11 @@ A detector's weights are a dict of float32 arrays keyed by where they sit in the
 
 Convolution kernels are (out, in, kh, kw) and dense kernels (out, in), the cross-correlation every framework's
 conv computes (the kernel as it is applied, not flipped); a framework with another layout (HWIO, (in, out))
-transposes when it sets them. The RPN's 4A delta channels are (anchor, coordinate): channel 4a + k.
+transposes when it sets them (`channels_last` gives Keras' and TensorFlow's). The RPN's 4A delta channels are
+(anchor, coordinate): channel 4a + k.
+
+`placed` is every framework's set_weights but its walk and its write: each neutral array beside the network's
+weight it goes to, every count and shape checked before any is written.
 
 `initial` is how every framework's detector starts, so that two frameworks train the same network from the same
 numbers (a departure from the paper, whose six code bases each started from their own ImageNet weights; none is
@@ -24,7 +28,7 @@ name), so it does not depend on the order of the others. CPython 3.6-clean, NumP
 
 import zlib
 from collections import OrderedDict
-from typing import Dict, Iterator, List, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -124,3 +128,38 @@ def check(detector: DetectorPlan, weights: Dict[str, np.ndarray]) -> None:
         if tuple(np.shape(weights[name])) != shape:
             raise SpecError(f"the detector's weight {name} is {tuple(np.shape(weights[name]))}, not {shape}: convert "
                             "it to bench/detection/weights.py's layout")
+
+
+def channels_last(name: str, value: np.ndarray) -> np.ndarray:
+    """A neutral array in Keras' (and TensorFlow's) layout: conv kernels (out, in, kh, kw) to HWIO (kh, kw, in, out),
+    dense kernels (out, in) to (in, out), vectors as they are."""
+    if name.endswith(".kernel"):
+        return np.transpose(value, (2, 3, 1, 0) if value.ndim == 4 else (1, 0))
+    return value
+
+
+def placed(detector: DetectorPlan, weights: Dict[str, np.ndarray], layers: Sequence[Any],
+           targets_of: Callable[[Any], Sequence[Any]], shape_of: Callable[[Any], Tuple[int, ...]],
+           convert: Optional[Callable[[str, np.ndarray], np.ndarray]] = None) -> List[Tuple[Any, np.ndarray]]:
+    """(target, float32 array) for every weight, in the plan's order, once every count and shape is checked:
+    `layers` are the network's weighted layers in `owners`' order, `targets_of(layer)` a layer's weights in its
+    names' order (an absent bias left out), `shape_of(target)` a weight's shape, `convert(name, array)` a neutral
+    array in the network's layout (default: as it is). Raises ValueError naming the first difference: a write in
+    place (copy_, set_data, assign, x[...] =) would broadcast a wrong shape, and a refused dict writes nothing."""
+    check(detector, weights)
+    owned = owners(detector)
+    if len(layers) != len(owned):
+        raise ValueError(f"the network has {len(layers)} weighted layers, the plan {len(owned)}")
+    out = []  # type: List[Tuple[Any, np.ndarray]]
+    for layer, (owner, names) in zip(layers, owned):
+        targets = list(targets_of(layer))
+        if len(targets) != len(names):
+            raise ValueError(f"{owner}: the network's layer has {len(targets)} weights, the plan {len(names)}")
+        for target, name in zip(targets, names):
+            value = np.asarray(weights[name], np.float32)
+            value = np.ascontiguousarray(convert(name, value) if convert is not None else value)
+            if tuple(shape_of(target)) != value.shape:
+                raise ValueError(f"{name}: the network's weight is {tuple(shape_of(target))}, the plan's "
+                                 f"{value.shape} in the network's layout")
+            out.append((target, value))
+    return out

@@ -84,13 +84,13 @@ def weighted_links(chain: layers.SpecChain) -> Iterator[chainer.Link]:
     for _, step in chain.steps:
         if isinstance(step, (L.Convolution2D, L.BatchNormalization, L.Linear)):
             yield step
-        elif isinstance(step, layers._Conv2D):  # the builder's wrapper: its conv holds W
+        elif isinstance(step, layers.Conv2D):  # the builder's wrapper: its conv holds W
             yield step.conv
-        elif isinstance(step, layers._Residual):
+        elif isinstance(step, layers.Residual):
             for inner in (step.branch, step.shortcut):
                 for link in weighted_links(inner):
                     yield link
-        elif isinstance(step, layers._Concat):
+        elif isinstance(step, layers.Concat):
             for branch in step:
                 for link in weighted_links(branch):
                     yield link
@@ -99,15 +99,12 @@ def weighted_links(chain: layers.SpecChain) -> Iterator[chainer.Link]:
                             "know where to put")
 
 
-def _targets(link: chainer.Link) -> List[Tuple[str, Any]]:
-    """A weighted link's arrays in weights.py's order of parts, as (Chainer's name, the array to write into)."""
+def _targets(link: chainer.Link) -> List[Any]:
+    """A weighted link's arrays to write into, in weights.py's order of parts (gamma, beta, avg_mean, avg_var; W and
+    b, an absent b left out)."""
     if isinstance(link, L.BatchNormalization):
-        return [("gamma", link.gamma.array), ("beta", link.beta.array), ("avg_mean", link.avg_mean),
-                ("avg_var", link.avg_var)]
-    targets = [("W", link.W.array)]
-    if link.b is not None:
-        targets.append(("b", link.b.array))
-    return targets
+        return [link.gamma.array, link.beta.array, link.avg_mean, link.avg_var]
+    return [link.W.array] + ([link.b.array] if link.b is not None else [])
 
 
 def smooth_l1(x: Any, t: Any, beta: float) -> Any:
@@ -186,29 +183,11 @@ class Network:
         """Take weights in bench/detection/weights.py's layout (module docstring: Chainer's own, copied as they
         are): the trunk's and the head's weighted links in plan order beside weights.owners, then rpn_conv,
         rpn_logits, rpn_deltas, classes, boxes. Every count and shape is checked before a value is written."""
-        neutral.check(self.detector, weights)
-        owners = neutral.owners(self.detector)
         model = self.model
         links = list(weighted_links(model.trunk)) + list(weighted_links(model.head))
         links += [model.rpn_conv, model.rpn_class, model.rpn_box, model.class_out, model.box_out]
-        if len(links) != len(owners):
-            raise ValueError(f"the network has {len(links)} weighted links, the plan {len(owners)}")
-        writes = []
-        for link, (owner, names) in zip(links, owners):
-            targets = _targets(link)
-            kinds = [name.rsplit(".", 1)[1] for name in names]
-            batchnorm = isinstance(link, L.BatchNormalization)
-            if batchnorm != (kinds == list(neutral.BATCHNORM)) or len(targets) != len(names):
-                held = [part for part, _ in targets]
-                raise ValueError(f"{owner}: the network's {type(link).__name__} holds {held}, the plan {kinds}")
-            for (part, target), name in zip(targets, names):
-                want = tuple(weights[name].shape)
-                have = None if target is None else tuple(target.shape)
-                if have != want:  # an in-place write would broadcast a wrong shape
-                    raise ValueError(f"{name}: the network's {part} is {have}, the plan's {want}")
-                writes.append((target, name))
-        for target, name in writes:  # every shape checked first: no partial write of a refused dict
-            target[...] = self._send(np.asarray(weights[name], dtype=target.dtype))
+        for target, value in neutral.placed(self.detector, weights, links, _targets, lambda t: t.shape):
+            target[...] = self._send(value.astype(target.dtype))
 
     def _loss(self, objectness: Any, deltas: Any, rpn: RpnBatch, logits: Any, boxes: Any,
               rois: RoiBatch) -> Dict[str, Any]:

@@ -44,7 +44,7 @@ def _explicit_pad(x: Any, pads: modelplan.Pads, value: float) -> Any:
                  constant_values=value)
 
 
-class _Conv2D(chainer.Chain):
+class Conv2D(chainer.Chain):
     """links.Convolution2D with the plan's padding (an asymmetric 'same' padded by hand)."""
 
     def __init__(self, c_in: int, filters: int, kernel: int, stride: int, pads: modelplan.Pads,
@@ -95,7 +95,7 @@ class _AvgPool2D:
         return out * cuda.get_array_module(out.array).asarray(self.factor)
 
 
-class _Residual(chainer.Chain):
+class Residual(chainer.Chain):
     """One residual block: activation(branch(x) + shortcut(x)); an empty shortcut is the identity."""
 
     def __init__(self, branch: "SpecChain", shortcut: "SpecChain", activation: Optional[str]) -> None:
@@ -110,7 +110,7 @@ class _Residual(chainer.Chain):
         return self.activation(out) if self.activation else out
 
 
-class _Concat(chainer.ChainList):
+class Concat(chainer.ChainList):
     """Parallel branches from one input, their outputs stacked on channels (NCHW: axis 1)."""
 
     def __init__(self, branches: List["SpecChain"]) -> None:
@@ -281,7 +281,7 @@ def _image_step(layer: modelplan.Layer) -> Any:
     """The link or function of a layer over images (or a vector: dense aside), None for a sequence layer."""
     kind = layer.type
     if kind == "conv2d":
-        return _Conv2D(layer.input.features, layer["filters"], layer["kernel"], layer["stride"], layer.pads,
+        return Conv2D(layer.input.features, layer["filters"], layer["kernel"], layer["stride"], layer.pads,
                        layer["bias"])
     if kind == "avgpool2d":
         return _AvgPool2D(layer)
@@ -293,9 +293,9 @@ def _image_step(layer: modelplan.Layer) -> Any:
     if kind == "batchnorm":
         return _batchnorm(layer)
     if kind == "residual":
-        return _Residual(_build_stack(layer.branch), _build_stack(layer.shortcut), layer["activation"])
+        return Residual(_build_stack(layer.branch), _build_stack(layer.shortcut), layer["activation"])
     if kind == "concat":
-        return _Concat([_build_stack(branch) for branch in layer.branches])
+        return Concat([_build_stack(branch) for branch in layer.branches])
     if kind == "maxpool2d":
         return _MaxPool2D(layer["pool"], layer["stride"], layer.pads)
     if kind == "dropout":

@@ -94,15 +94,6 @@ def planned_layers(model: keras.Model, layers: list) -> list:
     return ordered
 
 
-def neutral_to_keras(name: str, value: np.ndarray) -> np.ndarray:
-    """One neutral weight (bench/detection/weights.py) in Keras' layout: conv kernels (out, in, kh, kw) to HWIO,
-    dense kernels (out, in) to (in, out), vectors as they are."""
-    value = np.asarray(value, np.float32)
-    if name.endswith(".kernel"):
-        return np.transpose(value, (2, 3, 1, 0) if value.ndim == 4 else (1, 0))
-    return value
-
-
 def roi_align(features: Any, rows: Any, cols: Any) -> Any:
     """RoIAlign as rows @ features @ cols^T: features (1, H, W, C), rows (R, out, H), cols (R, out, W) ->
     (R, out, out, C) channels_last (the head's input)."""
@@ -180,22 +171,10 @@ class KerasDetector:
         """Take weights in bench/detection/weights.py's neutral layout (module docstring for the conversions):
         every weighted layer beside weights.owners, in the plan's order, the batchnorms' moving statistics
         included; raises on any count or shape difference (assign is never left to broadcast)."""
-        neutral.check(self.detector, weights)
-        owners = neutral.owners(self.detector)
-        if len(self.weighted) != len(owners):
-            raise ValueError(f"the network has {len(self.weighted)} weighted layers, the plan {len(owners)}")
-        for layer, (owner, names) in zip(self.weighted, owners):
-            # Conv2D/Dense: [kernel, bias?]; BatchNormalization: [gamma, beta, moving_mean, moving_variance].
-            targets = layer.weights
-            if len(targets) != len(names):
-                raise ValueError(f"{owner}: the network's {type(layer).__name__} {layer.name} has {len(targets)} "
-                                 f"weights, the plan {len(names)}")
-            for target, name in zip(targets, names):
-                value = neutral_to_keras(name, weights[name])
-                if tuple(target.shape) != value.shape:
-                    raise ValueError(f"{name}: the network's {target.path} is {tuple(target.shape)}, the plan's "
-                                     f"{value.shape} in Keras' layout")
-                target.assign(value)
+        # Conv2D/Dense: [kernel, bias?]; BatchNormalization: [gamma, beta, moving_mean, moving_variance].
+        for target, value in neutral.placed(self.detector, weights, self.weighted, lambda layer: layer.weights,
+                                            lambda t: tuple(t.shape), neutral.channels_last):
+            target.assign(value)
 
     def train_step(self, pixels: np.ndarray, rpn: RpnBatch,
                    rois_for: Callable[[Any, Any], RoiBatch]) -> dict[str, float]:

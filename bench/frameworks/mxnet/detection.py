@@ -153,26 +153,10 @@ class DetectorNetwork(MXNetTrainer):
         """Take weights in bench/detection/weights.py's layout (its kernels are MXNet's: Conv2D (out, in, kh, kw),
         Dense (out, in); a batchnorm's moving variance is MXNet's running_var): the trunk's and the head's weighted
         blocks in order beside weights.owners, then the RPN's three convs and the head's two outputs."""
-        neutral.check(self.detector, weights)
-        owners = neutral.owners(self.detector)
-        targets = weighted_blocks(self.trunk) + weighted_blocks(self.head.body)
-        targets += [self.rpn.conv, self.rpn.logits, self.rpn.deltas, self.head.classes, self.head.boxes]
-        if len(targets) != len(owners):
-            raise ValueError(f"the network has {len(targets)} weighted blocks, the plan {len(owners)}")
-        pairs = []  # every (parameter, name), all checked before any is set
-        for block, (owner, names) in zip(targets, owners):
-            params = block_parameters(block)
-            if len(params) != len(names):
-                raise ValueError(f"{owner}: the network's {type(block).__name__} has {len(params)} weights, "
-                                 f"the plan {len(names)}")
-            for param, name in zip(params, names):
-                # set_data's `arr[:] = data` would broadcast a wrong shape, so compare them first.
-                if tuple(param.shape) != weights[name].shape:
-                    raise ValueError(f"{name}: the network's {param.name} is {tuple(param.shape)}, the plan's "
-                                     f"{weights[name].shape}")
-                pairs.append((param, name))
-        for param, name in pairs:
-            param.set_data(nd.array(weights[name], ctx=self.ctx, dtype="float32"))
+        blocks = weighted_blocks(self.trunk) + weighted_blocks(self.head.body)
+        blocks += [self.rpn.conv, self.rpn.logits, self.rpn.deltas, self.head.classes, self.head.boxes]
+        for param, value in neutral.placed(self.detector, weights, blocks, block_parameters, lambda p: p.shape):
+            param.set_data(nd.array(value, ctx=self.ctx, dtype="float32"))
 
     def train_step(self, pixels: np.ndarray, rpn: RpnBatch, rois_for: Callable) -> Dict[str, float]:
         """One image in training mode (batchnorm's batch statistics): the four losses, summed, backward and one

@@ -17,7 +17,7 @@ values changed after 0.4.1); forward passes without autograd run under torch.no_
 (torch.inference_mode is 1.9). Unverified: the paper era is not run here (its image is not built in CI).
 """
 
-from typing import Any, Callable, Dict, Tuple
+from typing import Any, Callable, Dict, List, Tuple
 
 import numpy as np
 import torch
@@ -34,6 +34,13 @@ from bench.frameworks.pytorch import model, trainer
 
 # The modules that hold weights, and bench/detection/weights.py's parts each takes, in its order of parameters.
 WEIGHTED = (nn.Conv2d, nn.BatchNorm2d, nn.BatchNorm1d, nn.Linear)
+
+
+def _targets(module: nn.Module) -> List[torch.Tensor]:
+    """A weighted module's tensors in bench/detection/weights.py's order of parts; an absent bias left out."""
+    if isinstance(module, (nn.BatchNorm2d, nn.BatchNorm1d)):
+        return [module.weight, module.bias, module.running_mean, module.running_var]
+    return [module.weight] + ([module.bias] if module.bias is not None else [])
 ROI_OP = "RoIAlign as two matrix products (bench/detection/roialign.py): torch.matmul, the longer side contracted first"
 
 
@@ -155,27 +162,13 @@ class Network:
     def set_weights(self, weights: Dict[str, np.ndarray]) -> None:
         """Take weights in bench/detection/weights.py's layout (its kernels are PyTorch's: (out, in, kh, kw) and
         (out, in)): the trunk's and the head's weighted modules in order beside the plan's, then the RPN and outputs."""
-        neutral.check(self.detector, weights)
-        owners = neutral.owners(self.detector)
         modules = [m for m in self.net.trunk.modules() if isinstance(m, WEIGHTED)]
         modules += [m for m in self.net.head.modules() if isinstance(m, WEIGHTED)]
         modules += [self.net.rpn_conv, self.net.rpn_logits, self.net.rpn_deltas, self.net.classes, self.net.boxes]
-        if len(modules) != len(owners):
-            raise ValueError(f"the network has {len(modules)} weighted modules, the plan {len(owners)}")
+        pairs = neutral.placed(self.detector, weights, modules, _targets, lambda t: tuple(t.shape))
         with torch.no_grad():
-            for module, (owner, names) in zip(modules, owners):
-                if isinstance(module, (nn.BatchNorm2d, nn.BatchNorm1d)):
-                    targets = [module.weight, module.bias, module.running_mean, module.running_var]
-                else:
-                    targets = [module.weight] + ([module.bias] if module.bias is not None else [])
-                if len(targets) != len(names):
-                    raise ValueError(f"{owner}: the network's {type(module).__name__} has {len(targets)} weights, "
-                                     f"the plan {len(names)}")
-                for target, name in zip(targets, names):
-                    if tuple(target.shape) != weights[name].shape:  # copy_ would broadcast a wrong shape
-                        raise ValueError(f"{name}: the network's is {tuple(target.shape)}, the plan's "
-                                         f"{weights[name].shape}")
-                    target.copy_(self._tensor(weights[name]))
+            for target, value in pairs:
+                target.copy_(self._tensor(value))
 
     def train_step(self, pixels: np.ndarray, rpn: RpnBatch, rois_for: Callable) -> Dict[str, float]:
         """One image in training mode (batchnorm's batch statistics): the summed losses, backward, decoupled weight

@@ -48,25 +48,32 @@ from bench.detection.trainer import DetectionTrainer
 from bench.frameworks import common
 from bench.frameworks.keras.current_optimizers import make_optimizer
 from bench.frameworks.tensorflow import current
-from bench.frameworks.tensorflow.current_layers import _Concat, _Residual, _Stack, build_layers
+from bench.frameworks.tensorflow.current_layers import Concat, Residual, Stack, build_layers
 
 keras = tf.keras
-# Each weighted Keras layer's variables in bench/detection/weights.py's order of parts, and the transpose that takes a
-# neutral array to the variable's layout (None: a vector, as it is).
+# Each weighted Keras layer's variables in bench/detection/weights.py's order of parts (weights.channels_last gives
+# each neutral array's layout).
 _PARTS = (
-    (keras.layers.Conv2D, (("kernel", (2, 3, 1, 0)), ("bias", None))),  # (out, in, kh, kw) -> (kh, kw, in, out)
-    (keras.layers.Dense, (("kernel", (1, 0)), ("bias", None))),  # (out, in) -> (in, out)
-    (keras.layers.BatchNormalization,
-     (("gamma", None), ("beta", None), ("moving_mean", None), ("moving_variance", None))),
+    (keras.layers.Conv2D, ("kernel", "bias")),
+    (keras.layers.Dense, ("kernel", "bias")),
+    (keras.layers.BatchNormalization, ("gamma", "beta", "moving_mean", "moving_variance")),
 )
 
 
 def _parts(layer: Any) -> tuple | None:
-    """A weighted layer's (variable name, transpose) pairs in the neutral order of parts; None for any other."""
+    """A weighted layer's variable names in the neutral order of parts; None for any other layer."""
     for kind, parts in _PARTS:
         if isinstance(layer, kind):
             return parts
     return None
+
+
+def _variables(layer: Any) -> list:
+    """A weighted layer's variables in the neutral order of parts; a conv without bias (use_bias=False) has none,
+    and the plan then names no bias either."""
+    return [getattr(layer, name) for name in _parts(layer) if getattr(layer, name) is not None]
+
+
 ROI_OP = ("tf.image.crop_and_resize as RoIAlign (aligned, fixed sampling ratio): one-cell SYMMETRIC pad, boxes on "
           "the sample points, ratio x ratio average pool")
 
@@ -173,12 +180,12 @@ class Network:
         head's (depth first, a residual's branch before its shortcut), then the RPN and the two outputs."""
         found: list = []
 
-        def walk(stack: _Stack) -> None:
+        def walk(stack: Stack) -> None:
             for layer in stack.layers:
-                if isinstance(layer, _Residual):
+                if isinstance(layer, Residual):
                     walk(layer.branch)
                     walk(layer.shortcut)
-                elif isinstance(layer, _Concat):
+                elif isinstance(layer, Concat):
                     for branch in layer.branches:
                         walk(branch)
                 elif _parts(layer) is not None:
@@ -192,25 +199,11 @@ class Network:
 
     def set_weights(self, weights: dict[str, np.ndarray]) -> None:
         """Take weights in bench/detection/weights.py's neutral layout (batchnorm's moving statistics included):
-        each weighted layer beside the plan's owner of the same place, each array transposed to Keras' layout
-        (_PARTS) and its shape checked before it is assigned (no broadcast)."""
-        neutral.check(self.detector, weights)
-        owners = neutral.owners(self.detector)
-        layers = self._weighted()
-        if len(layers) != len(owners):
-            raise ValueError(f"the network has {len(layers)} weighted layers, the plan {len(owners)}")
-        for layer, (owner, names) in zip(layers, owners):
-            kind = type(layer).__name__
-            # A conv without bias (use_bias=False) has no bias variable: the plan then names no bias either.
-            parts = [(getattr(layer, attr), axes) for attr, axes in _parts(layer) if getattr(layer, attr) is not None]
-            if len(parts) != len(names):
-                raise ValueError(f"{owner}: the network's {kind} has {len(parts)} weights, the plan {len(names)}")
-            for (variable, axes), name in zip(parts, names):
-                value = weights[name] if axes is None else np.transpose(weights[name], axes)
-                if tuple(variable.shape) != value.shape:
-                    raise ValueError(f"{name}: the network's {kind} variable is {tuple(variable.shape)}, the plan's "
-                                     f"{weights[name].shape} in Keras' layout is {value.shape}")
-                variable.assign(np.ascontiguousarray(value, np.float32))
+        each weighted layer beside the plan's owner of the same place, each array in Keras' layout
+        (weights.channels_last), every count and shape checked before any is assigned (no broadcast)."""
+        for variable, value in neutral.placed(self.detector, weights, self._weighted(), _variables,
+                                              lambda v: tuple(v.shape), neutral.channels_last):
+            variable.assign(value)
 
     # -- the Network interface -----------------------------------------------------------------------
     def train_step(self, pixels: np.ndarray, rpn: RpnBatch,

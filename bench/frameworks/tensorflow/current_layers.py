@@ -18,7 +18,7 @@ from bench.frameworks.tensorflow.current_lstm import LSTM
 keras = tf.keras  # TensorFlow 2's layer API (Keras 3 in TensorFlow 2.21)
 
 
-class _Stack:
+class Stack:
     """Layers applied in order; the lengths (from the post-padded ids) go to the LSTM layers.
 
     An LSTM built with return_state hands its final [h, c] out; one marked takes_state starts from
@@ -52,10 +52,10 @@ class _Stack:
         return x, state
 
 
-class _Residual:
+class Residual:
     """One residual block: activation(branch(x) + shortcut(x)); an empty shortcut is the identity."""
 
-    def __init__(self, branch: _Stack, shortcut: _Stack, activation: str | None):
+    def __init__(self, branch: Stack, shortcut: Stack, activation: str | None):
         self.branch = branch
         self.shortcut = shortcut
         self.activation = keras.activations.get(activation)  # None -> linear
@@ -68,10 +68,10 @@ class _Residual:
         return self.activation(self.branch(x, training)[0] + self.shortcut(x, training)[0])
 
 
-class _Concat:
+class Concat:
     """Parallel branches from one input, their outputs stacked on channels (NHWC: the last axis)."""
 
-    def __init__(self, branches: list[_Stack]):
+    def __init__(self, branches: list[Stack]):
         self.branches = branches
 
     @property
@@ -97,13 +97,13 @@ class _LRN:
 
 
 # Layers whose call takes `training` (dropout on in training, batchnorm's batch statistics vs moving ones).
-_TRAINING_AWARE = (keras.layers.Dropout, keras.layers.BatchNormalization, _Residual, _Concat)
+_TRAINING_AWARE = (keras.layers.Dropout, keras.layers.BatchNormalization, Residual, Concat)
 
 
 class SpecNet:
     """A stack of layers built from a spec: model(x, training) -> outputs."""
 
-    def __init__(self, stack: _Stack):
+    def __init__(self, stack: Stack):
         self.stack = stack
         self.layers = stack.layers
 
@@ -118,7 +118,7 @@ class SpecNet:
 class EncoderDecoderNet:
     """Encoder over inputs["x"]; its last LSTM's final (h, c) starts the decoder LSTM over inputs["x_dec"]."""
 
-    def __init__(self, encoder: _Stack, decoder: _Stack):
+    def __init__(self, encoder: Stack, decoder: Stack):
         self.encoder = encoder
         self.decoder = decoder
         self.layers = encoder.layers + decoder.layers
@@ -146,7 +146,7 @@ def build_layers(spec_layers: list[modelplan.Layer], device: str, what: str) -> 
     return SpecNet(_build_stack(spec_layers, device, what))
 
 
-def _build_stack(spec_layers: list[modelplan.Layer], device: str, what: str, state_out: bool = False) -> _Stack:
+def _build_stack(spec_layers: list[modelplan.Layer], device: str, what: str, state_out: bool = False) -> Stack:
     """The layers of one list; state_out: its last layer (an LSTM) also returns its final state."""
     layers = keras.layers
     stack: list[Any] = []
@@ -172,11 +172,11 @@ def _build_stack(spec_layers: list[modelplan.Layer], device: str, what: str, sta
         elif kind == "activation":
             stack.append(layers.Activation(layer["activation"]))
         elif kind == "residual":
-            stack.append(_Residual(_build_stack(layer.branch, device, f"{what} {i} branch layer"),
+            stack.append(Residual(_build_stack(layer.branch, device, f"{what} {i} branch layer"),
                                    _build_stack(layer.shortcut, device, f"{what} {i} shortcut layer"),
                                    layer["activation"]))
         elif kind == "concat":
-            stack.append(_Concat([_build_stack(branch, device, f"{what} {i} branch {b} layer")
+            stack.append(Concat([_build_stack(branch, device, f"{what} {i} branch {b} layer")
                                   for b, branch in enumerate(layer.branches)]))
         elif kind == "dropout":
             stack.append(layers.Dropout(layer["rate"]))
@@ -198,4 +198,4 @@ def _build_stack(spec_layers: list[modelplan.Layer], device: str, what: str, sta
                 takes_state = lstm
             stack.append(lstm)
     reads_lengths = any(layer["type"] == "lstm" and layer["use_lengths"] for layer in spec_layers)
-    return _Stack(stack, reads_lengths, takes_state)
+    return Stack(stack, reads_lengths, takes_state)

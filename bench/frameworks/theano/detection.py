@@ -213,29 +213,13 @@ class TheanoDetector:
         plan's order beside weights.owners, then the RPN's three convs and the two outputs; batchnorm's moving
         statistics included. Convolution kernels as given (filter_flip=False: module docstring), dense kernels
         transposed to (in, out). Raises ValueError on any difference in count or shape (set_value would take any)."""
-        neutral.check(self.plan, weights)
-        owners = neutral.owners(self.plan)
         steps = []  # type: List[Dict[str, Any]]
         for stack in (self.trunk, self.head, self.rpn_conv, self.rpn_class, self.rpn_box, self.class_out,
                       self.box_out):
             steps += list(_weighted(stack.steps))
-        if len(steps) != len(owners):
-            raise ValueError(f"the network has {len(steps)} weighted layers, the plan {len(owners)}")
-        for step, (owner, names) in zip(steps, owners):
-            targets = [step[key] for key in WEIGHT_KEYS[step["type"]] if step[key] is not None]
-            if len(targets) != len(names):
-                raise ValueError(f"{owner}: the network's {step['type']} has {len(targets)} weights, "
-                                 f"the plan {len(names)}")
-            for target, name in zip(targets, names):
-                value = np.asarray(weights[name], FLOATX)
-                if step["type"] == "dense" and name.endswith(".kernel"):
-                    value = value.T  # (out, in) -> this builder's (in, out): x W + b
-                value = np.ascontiguousarray(value)
-                have = tuple(target.get_value(borrow=True).shape)
-                if have != value.shape:
-                    raise ValueError(f"{name}: the network's {target.name} is {have}, the plan's (converted) "
-                                     f"{value.shape}")
-                target.set_value(value)
+        for target, value in neutral.placed(self.plan, weights, steps, _step_weights,
+                                            lambda t: t.get_value(borrow=True).shape, _dense_in_out):
+            target.set_value(value.astype(FLOATX))
 
     def train_step(self, pixels: np.ndarray, rpn: Any, rois_for: Any) -> Dict[str, float]:
         """One image in training mode: the RPN's outputs (call 1), the host's RoIs, the losses and the update
@@ -289,6 +273,17 @@ class TheanoDetector:
             "compile_seconds": dict(self.compile_seconds),
             "seconds_per_call": {k: round(v, 2) for k, v in self.call_seconds.items()},
         }
+
+
+def _step_weights(step: Dict[str, Any]) -> List[Any]:
+    """A weighted step's shared variables in bench/detection/weights.py's order of parts; an absent bias left out."""
+    return [step[key] for key in WEIGHT_KEYS[step["type"]] if step[key] is not None]
+
+
+def _dense_in_out(name: str, value: np.ndarray) -> np.ndarray:
+    """A neutral array in this builder's layout: dense kernels (out, in) to (in, out) (x W + b); conv kernels as
+    they are (filter_flip=False: the module docstring), vectors as they are."""
+    return value.T if name.endswith(".kernel") and value.ndim == 2 else value
 
 
 def _weighted(steps: List[Dict[str, Any]]) -> Iterator[Dict[str, Any]]:

@@ -84,3 +84,40 @@ def test_weights_that_do_not_fit_are_refused_in_one_line(plan, initial):
     transposed = dict(initial, **{"classes.kernel": initial["classes.kernel"].T})
     with pytest.raises(SpecError, match=r"classes.kernel is \(2048, 21\), not \(21, 2048\)"):
         weights.check(plan, transposed)
+
+
+def _network(plan, layout_of=lambda name, shape: shape):
+    """A stand-in for a framework's weighted layers: per owner, one zero array per name, in `layout_of`'s shape."""
+    shapes = dict(weights.layout(plan))
+    return [[np.zeros(layout_of(name, shapes[name]), np.float32) for name in names]
+            for _, names in weights.owners(plan)]
+
+
+def test_placed_pairs_every_weight_with_its_target_in_the_networks_layout(plan, initial):
+    def hwio(name, shape):
+        return (shape[2], shape[3], shape[1], shape[0]) if len(shape) == 4 else shape[::-1]
+
+    def layout_of(name, shape):  # Keras': kernels HWIO and (in, out)
+        return hwio(name, shape) if name.endswith(".kernel") else shape
+
+    network = _network(plan, layout_of)
+    pairs = weights.placed(plan, initial, network, list, np.shape, weights.channels_last)
+    assert len(pairs) == len(initial)
+    for target, value in pairs:
+        target[...] = value
+    conv1 = network[0][0]  # trunk.0.kernel, (64, 3, 7, 7) neutral
+    assert conv1.shape == (7, 7, 3, 64)
+    assert np.array_equal(conv1[:, :, 1, 5], initial["trunk.0.kernel"][5, 1])
+    assert np.array_equal(network[-1][0], initial["boxes.kernel"].T)
+
+
+def test_placed_refuses_a_count_or_shape_difference_before_anything_is_written(plan, initial):
+    network = _network(plan)
+    with pytest.raises(ValueError, match=r"^the network has 2 weighted layers, the plan \d+$"):
+        weights.placed(plan, initial, network[:2], list, np.shape)
+    short = [layer[:1] if i == 1 else layer for i, layer in enumerate(network)]  # trunk.1 is a batchnorm of 4
+    with pytest.raises(ValueError, match=r"^trunk\.1: the network's layer has 1 weights, the plan 4$"):
+        weights.placed(plan, initial, short, list, np.shape)
+    with pytest.raises(ValueError, match=r"^trunk\.0\.kernel: the network's weight is \(64, 3, 7, 7\), the plan's "
+                                         r"\(7, 7, 3, 64\) in the network's layout$"):
+        weights.placed(plan, initial, network, list, np.shape, weights.channels_last)
