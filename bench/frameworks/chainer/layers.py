@@ -282,7 +282,7 @@ def _image_step(layer: modelplan.Layer) -> Any:
     kind = layer.type
     if kind == "conv2d":
         return Conv2D(layer.input.features, layer["filters"], layer["kernel"], layer["stride"], layer.pads,
-                       layer["bias"])
+                      layer["bias"])
     if kind == "avgpool2d":
         return _AvgPool2D(layer)
     if kind == "lrn":  # Chainer's alpha is TensorFlow's (not divided by the window n)

@@ -32,8 +32,9 @@ from bench.detection.trainer import DetectionTrainer
 from bench.frameworks import common
 from bench.frameworks.pytorch import model, trainer
 
-# The modules that hold weights, and bench/detection/weights.py's parts each takes, in its order of parameters.
+# The modules that hold weights (_targets: bench/detection/weights.py's parts each takes, in its order of parameters).
 WEIGHTED = (nn.Conv2d, nn.BatchNorm2d, nn.BatchNorm1d, nn.Linear)
+ROI_OP = "RoIAlign as two matrix products (bench/detection/roialign.py): torch.matmul, the longer side contracted first"
 
 
 def _targets(module: nn.Module) -> List[torch.Tensor]:
@@ -41,7 +42,6 @@ def _targets(module: nn.Module) -> List[torch.Tensor]:
     if isinstance(module, (nn.BatchNorm2d, nn.BatchNorm1d)):
         return [module.weight, module.bias, module.running_mean, module.running_var]
     return [module.weight] + ([module.bias] if module.bias is not None else [])
-ROI_OP = "RoIAlign as two matrix products (bench/detection/roialign.py): torch.matmul, the longer side contracted first"
 
 
 class DetectorNet(nn.Module):
